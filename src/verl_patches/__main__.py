@@ -1,0 +1,5 @@
+import sys
+
+from verl_patches.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per subcommand; each has build_parser() and main(argv) -> int."""

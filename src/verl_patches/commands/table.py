@@ -1,0 +1,48 @@
+"""verl-patches table: one row per patch: subject, upstream status, files touched, tests added."""
+
+from __future__ import annotations
+
+from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.model.patch import Patch
+
+
+def rows(patches: list[Patch]) -> list[list[str]]:
+    table = [["#", "subject", "upstream status", "files", "tests added or changed"]]
+    for index, patch in enumerate(patches, start=1):
+        status = patch.upstream_status.value if patch.upstream_status else "(missing)"
+        code = [f for f in patch.files if f not in patch.test_files]
+        tests = [f.rsplit("/", 1)[-1] for f in patch.test_files]
+        table.append(
+            [
+                str(index),
+                patch.subject,
+                status,
+                f"{len(code)} code, {len(patch.test_files)} test",
+                ", ".join(tests) or "-",
+            ]
+        )
+    return table
+
+
+def render(table: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = []
+    for n, row in enumerate(table):
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def build_parser():
+    return parser("table", "Print the series as a table.")
+
+
+@reports_errors
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = project_of(args)
+    patches = project.load_patches()
+    print(f"verl {project.load_upstream().version} + {len(patches)} patch(es)")
+    print(render(rows(patches)))
+    return 0

@@ -1,0 +1,59 @@
+"""verl-patches test: run the CPU tests the series adds or changes, in the pinned environment."""
+
+from __future__ import annotations
+
+import subprocess
+
+from verl_patches.commands.common import apply_series, parser, project_of, reports_errors
+from verl_patches.errors import VerlPatchesError
+from verl_patches.layout import Project
+from verl_patches.tree import BuildTree
+from verl_patches.venv import ensure
+
+
+def build_parser():
+    p = parser("test", "Apply the series, prepare build/venv and run the series' tests with pytest.")
+    p.add_argument("--no-apply", action="store_true", help="test build/verl as it is (uncommitted edits included)")
+    p.add_argument("--gpu", action="store_true", help="run the series' *_on_gpu.py tests instead of *_on_cpu.py")
+    p.add_argument("--upstream", action="store_true", help="also run verl's own CPU suite (tests/**/*_on_cpu.py)")
+    p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    return p
+
+
+def series_tests(project: Project, suffix: str) -> list[str]:
+    """Test files (paths inside the tree) that the series adds or changes, in series order."""
+    files: dict[str, None] = {}
+    for patch in project.load_patches():
+        for path in patch.tests_matching(suffix):
+            files[path] = None
+    return list(files)
+
+
+def run_pytest(python, tree: BuildTree, targets: list[str], extra: list[str]) -> int:
+    cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--timeout=900", *extra, *targets]
+    print("+ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, cwd=tree.path).returncode
+
+
+@reports_errors
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = project_of(args)
+    tree = BuildTree(project.tree_dir) if args.no_apply else apply_series(project)
+    if not tree.exists():
+        raise VerlPatchesError(f"no build tree at {tree.path}: run `verl-patches apply`")
+    requirements = [project.requirements_path]
+    if args.upstream:
+        requirements.append(project.root / "requirements" / "cpu-upstream.txt")
+    python = ensure(project.venv_dir, requirements, tree.path)
+    suffix = "_on_gpu.py" if args.gpu else "_on_cpu.py"
+    targets = [path for path in series_tests(project, suffix) if (tree.path / path).exists()]
+    status = 0
+    if targets:
+        status = run_pytest(python, tree, targets, args.pytest_args)
+    else:
+        print(f"no *{suffix} tests in the series ({len(project.load_series().names)} patch(es)): nothing to run")
+    if args.upstream and status == 0:
+        extra = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", *args.pytest_args]
+        status = run_pytest(python, tree, ["tests/"], extra)
+    return status

@@ -1,0 +1,66 @@
+"""verl-patches wheel: build a reproducible wheel of the patched tree into dist/."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
+from verl_patches.errors import VerlPatchesError
+from verl_patches.model.upstream import local_version
+from verl_patches.tree import BuildTree
+
+VERSION_FILE = "verl/version/version"
+
+
+def build_parser():
+    p = parser("wheel", "Build dist/verl-<version>+fix.<N>-*.whl from build/verl (SOURCE_DATE_EPOCH = HEAD's date).")
+    p.add_argument("--outdir", help="where to put the wheel (default: dist/)")
+    return p
+
+
+def build_wheel(tree: BuildTree, version: str, outdir: Path) -> Path:
+    epoch = tree.git.out("log", "-1", "--format=%ct", "HEAD")
+    archive = tree.git.run("archive", "--format=tar", "HEAD").stdout
+    with tempfile.TemporaryDirectory(prefix="verl-patches-wheel-") as tmp:
+        src = Path(tmp) / "src"
+        out = Path(tmp) / "out"
+        src.mkdir()
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            for member in tar.getmembers():
+                member.mode = 0o755 if member.mode & 0o111 else 0o644
+            tar.extractall(src, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(src)
+        (src / VERSION_FILE).write_text(version + "\n")
+        env = {**os.environ, "SOURCE_DATE_EPOCH": epoch, "PYTHONHASHSEED": "0"}
+        cmd = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise VerlPatchesError(f"wheel build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        wheels = sorted(out.glob("*.whl"))
+        if len(wheels) != 1:
+            raise VerlPatchesError(f"expected one wheel, the build produced {[w.name for w in wheels]}")
+        outdir.mkdir(parents=True, exist_ok=True)
+        target = outdir / wheels[0].name
+        shutil.copyfile(wheels[0], target)
+        return target
+
+
+@reports_errors
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = project_of(args)
+    upstream = project.load_upstream()
+    tree = BuildTree(project.tree_dir)
+    if not tree.import_commit(upstream):
+        raise VerlPatchesError(f"no build tree for {upstream.tag}: run `verl-patches apply` first")
+    refuse_unexported(project, tree, "build a wheel that would not match patches/")
+    version = local_version(upstream.version, len(project.load_series().names))
+    wheel = build_wheel(tree, version, Path(args.outdir) if args.outdir else project.dist_dir)
+    print(f"built {wheel}")
+    return 0

@@ -1,0 +1,50 @@
+"""Exceptions raised by verl-patches. Each carries a message meant for the user."""
+
+from __future__ import annotations
+
+
+class VerlPatchesError(Exception):
+    """Base class: the CLI prints the message and exits with status 1."""
+
+
+class ConfigError(VerlPatchesError):
+    """upstream.toml, patches/series or a patch file is malformed."""
+
+
+class GitError(VerlPatchesError):
+    """A git command failed; the message carries git's stderr."""
+
+    def __init__(self, args: list[str], returncode: int, stderr: str, stdout: str = ""):
+        self.args_ = args
+        self.returncode = returncode
+        self.stderr = stderr
+        self.stdout = stdout
+        detail = stderr.strip() or stdout.strip() or "(no output)"
+        super().__init__(f"git {' '.join(args)} failed with exit code {returncode}:\n{detail}")
+
+
+class HashMismatchError(VerlPatchesError):
+    """The downloaded sdist does not have the pinned sha256."""
+
+    def __init__(self, path: str, expected: str, actual: str):
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"sha256 mismatch for {path}:\n"
+            f"  expected (upstream.toml): {expected}\n"
+            f"  actual (downloaded):      {actual}\n"
+            "Nothing was unpacked. The file was kept as it is for inspection; if the pin is wrong, fix upstream.toml."
+        )
+
+
+class UnexportedWorkError(VerlPatchesError):
+    """The build tree holds work that patches/ does not have."""
+
+
+class PatchApplyError(VerlPatchesError):
+    """A patch of the series does not apply."""
+
+    def __init__(self, patch: str, detail: str):
+        self.patch = patch
+        self.detail = detail
+        super().__init__(f"patch {patch} does not apply:\n{detail}")

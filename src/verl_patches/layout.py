@@ -1,0 +1,112 @@
+"""Where things live in a verl-patches checkout, and loading its files into the data model."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from verl_patches.errors import ConfigError
+from verl_patches.model.patch import Patch
+from verl_patches.model.series import Series
+from verl_patches.model.upstream import Upstream
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+UPSTREAM_FILE = "upstream.toml"
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+
+    @classmethod
+    def find(cls, start: str | os.PathLike | None = None) -> Project:
+        here = Path(start or os.getcwd()).resolve()
+        for candidate in (here, *here.parents):
+            if (candidate / UPSTREAM_FILE).is_file():
+                return cls(candidate)
+        raise ConfigError(
+            f"no {UPSTREAM_FILE} in {here} or any parent: run inside a verl-patches checkout or pass -C DIR"
+        )
+
+    @property
+    def patches_dir(self) -> Path:
+        return self.root / "patches"
+
+    @property
+    def series_path(self) -> Path:
+        return self.patches_dir / "series"
+
+    @property
+    def upstream_path(self) -> Path:
+        return self.root / UPSTREAM_FILE
+
+    @property
+    def build_dir(self) -> Path:
+        return Path(os.environ.get("VERL_PATCHES_BUILD_DIR", self.root / "build"))
+
+    @property
+    def tree_dir(self) -> Path:
+        return self.build_dir / "verl"
+
+    @property
+    def venv_dir(self) -> Path:
+        return self.build_dir / "venv"
+
+    @property
+    def backup_dir(self) -> Path:
+        return self.build_dir / "backups"
+
+    @property
+    def dist_dir(self) -> Path:
+        return self.root / "dist"
+
+    @property
+    def cache_dir(self) -> Path:
+        configured = os.environ.get("VERL_PATCHES_CACHE")
+        if configured:
+            return Path(configured)
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        return Path(base) / "verl-patches"
+
+    @property
+    def requirements_path(self) -> Path:
+        return self.root / "requirements" / "cpu-test.txt"
+
+    def load_upstream(self) -> Upstream:
+        try:
+            data = tomllib.loads(self.upstream_path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"{self.upstream_path} is missing") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{UPSTREAM_FILE}: {exc}") from exc
+        return Upstream.from_mapping(data, UPSTREAM_FILE)
+
+    def load_series(self) -> Series:
+        if not self.series_path.exists():
+            return Series()
+        return Series.parse(self.series_path.read_text(encoding="utf-8"))
+
+    def patch_path(self, name: str) -> Path:
+        return self.patches_dir / name
+
+    def load_patches(self, series: Series | None = None) -> list[Patch]:
+        """Parse every patch the series lists; a listed file that is missing is an error."""
+        series = series or self.load_series()
+        patches = []
+        for name in series.names:
+            path = self.patch_path(name)
+            if not path.is_file():
+                raise ConfigError(f"patches/series lists {name}, but patches/{name} does not exist")
+            patches.append(Patch.parse(name, path.read_bytes()))
+        return patches
+
+    def patch_files_on_disk(self) -> list[str]:
+        if not self.patches_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.patches_dir.glob("*.patch"))

@@ -1,0 +1,198 @@
+"""Lint rules for patches and the series. Pure functions: data model in, findings out."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from verl_patches.git import PROJECT_IDENT
+from verl_patches.model.patch import Patch
+from verl_patches.model.series import Series
+from verl_patches.model.status import EXEMPT_TRAILER, TRAILER, vocabulary_help
+
+# verl's own PR-title vocabulary (tests/special_sanity/check_pr_title.py upstream).
+MODULES = (
+    "fsdp megatron veomni sglang vllm trtllm rollout trainer tests training_utils recipe hardware deployment ray "
+    "worker single_controller misc docker ci perf model algo env tool ckpt doc data cfg reward fully_async "
+    "one_step_off"
+).split()
+TYPES = ("feat", "fix", "refactor", "chore", "test")
+SUBJECT = re.compile(
+    r"^(?:\[\d/[\dNn]\] ?)?(?:\[BREAKING\])?\[(?P<modules>[a-z_]+(?:, [a-z_]+)*)\] (?P<type>[a-z]+): (?P<desc>\S.*)$"
+)
+BODY_SECTIONS = ("Problem:", "Fix:", "Tests:")
+
+
+@dataclass(frozen=True)
+class Finding:
+    where: str
+    rule: str
+    message: str
+    todo: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.rule}: {self.message} -> {self.todo}"
+
+
+def check_subject(patch: Patch) -> list[Finding]:
+    match = SUBJECT.match(patch.subject)
+    todo = "write it as '[module(, module)*] type: description', e.g. '[megatron] fix: ...'"
+    if not match:
+        return [Finding(patch.name, "subject-form", f"subject {patch.subject!r} is not in verl's PR-title form", todo)]
+    findings = []
+    unknown = [m for m in match.group("modules").split(", ") if m not in MODULES]
+    if unknown:
+        findings.append(
+            Finding(
+                patch.name, "subject-form", f"unknown module(s) {unknown}", f"use modules from: {' '.join(MODULES)}"
+            )
+        )
+    if match.group("type") not in TYPES:
+        findings.append(
+            Finding(
+                patch.name, "subject-form", f"unknown type {match.group('type')!r}", f"use one of {', '.join(TYPES)}"
+            )
+        )
+    return findings
+
+
+def check_body(patch: Patch) -> list[Finding]:
+    lines = patch.body.splitlines()
+    missing = [s for s in BODY_SECTIONS if not any(line.startswith(s) for line in lines)]
+    if missing:
+        return [
+            Finding(
+                patch.name,
+                "body",
+                f"the message lacks the paragraph(s) {', '.join(missing)}",
+                "state the problem, the fix and how it was tested in paragraphs starting 'Problem:', 'Fix:', 'Tests:'",
+            )
+        ]
+    return []
+
+
+def check_upstream_status(patch: Patch) -> list[Finding]:
+    values = patch.trailer_values(TRAILER)
+    todo = f"add one trailer '{TRAILER}: <value>' to the last paragraph, value one of {vocabulary_help()}"
+    if not values:
+        return [Finding(patch.name, "upstream-status", f"no {TRAILER} trailer", todo)]
+    if len(values) > 1:
+        return [Finding(patch.name, "upstream-status", f"{len(values)} {TRAILER} trailers", "keep exactly one")]
+    if patch.upstream_status is None:
+        return [Finding(patch.name, "upstream-status", f"value {values[0]!r} is not in the vocabulary", todo)]
+    return []
+
+
+def check_tests(patch: Patch) -> list[Finding]:
+    if not patch.code_files:
+        return []
+    findings = []
+    for suffix, kind in (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression test")):
+        if not patch.tests_matching(suffix):
+            findings.append(
+                Finding(
+                    patch.name,
+                    "tests",
+                    f"changes verl/ but adds or changes no tests/**/test_*{suffix}",
+                    f"add a {kind} under tests/<verl package>/",
+                )
+            )
+    return findings
+
+
+def check_exemption(patch: Patch) -> list[Finding]:
+    reason = patch.exemption
+    match = SUBJECT.match(patch.subject)
+    if not patch.code_files and patch.has_diff and not reason:
+        return [
+            Finding(
+                patch.name,
+                "prove-exempt",
+                "changes no verl/ code, so `prove` cannot show its tests failing first",
+                f"add a trailer '{EXEMPT_TRAILER}: <reason>'",
+            )
+        ]
+    if patch.code_files and reason is not None and match and match.group("type") == "fix":
+        return [
+            Finding(
+                patch.name,
+                "prove-exempt",
+                "a fix must prove its tests fail without it; it cannot be exempt",
+                f"remove the {EXEMPT_TRAILER} trailer and add a test that fails without the fix",
+            )
+        ]
+    if reason is not None and not reason.strip():
+        return [Finding(patch.name, "prove-exempt", "empty exemption reason", "say why the patch is exempt")]
+    return []
+
+
+def check_message_separator(patch: Patch) -> list[Finding]:
+    if patch.separator_in_message:
+        return [
+            Finding(
+                patch.name,
+                "message-separator",
+                "the commit message contains a '---' line (git am cuts the message there)",
+                "reword that line in the build tree, then export",
+            )
+        ]
+    return []
+
+
+def check_author(patch: Patch) -> list[Finding]:
+    if patch.author != PROJECT_IDENT:
+        return [
+            Finding(
+                patch.name,
+                "author",
+                f"author is {patch.author!r}",
+                f"commit as the project identity {PROJECT_IDENT!r} (`git commit --amend --reset-author` in build/verl)",
+            )
+        ]
+    return []
+
+
+def check_diff(patch: Patch) -> list[Finding]:
+    if not patch.has_diff:
+        return [Finding(patch.name, "empty", "the patch changes no file", "drop it from the series")]
+    return []
+
+
+PATCH_RULES = (
+    check_subject,
+    check_body,
+    check_upstream_status,
+    check_tests,
+    check_exemption,
+    check_message_separator,
+    check_author,
+    check_diff,
+)
+
+
+def lint_patch(patch: Patch) -> list[Finding]:
+    return [finding for rule in PATCH_RULES for finding in rule(patch)]
+
+
+def lint_series(series: Series, files_on_disk: list[str]) -> list[Finding]:
+    findings = []
+    for name in series.duplicates():
+        findings.append(Finding("series", "series-duplicate", f"{name} is listed more than once", "list it once"))
+    for name in dict.fromkeys(series.names):
+        if name not in files_on_disk:
+            findings.append(
+                Finding(
+                    "series",
+                    "series-missing",
+                    f"{name} is listed but patches/{name} does not exist",
+                    "add the file or drop the line",
+                )
+            )
+    for name in files_on_disk:
+        if name not in series.names:
+            findings.append(
+                Finding(
+                    name, "series-unused", "the file is not listed in patches/series", "list it in series or delete it"
+                )
+            )
+    return findings

@@ -1,0 +1,1 @@
+"""Data model of the series: pure parsing and formatting, no I/O."""

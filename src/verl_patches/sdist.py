@@ -1,0 +1,89 @@
+"""Fetch the pinned sdist from PyPI into a cache, verify its sha256, unpack it."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from verl_patches.errors import HashMismatchError, VerlPatchesError
+from verl_patches.model.upstream import Upstream
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify(path: Path, expected: str) -> None:
+    actual = sha256_of(path)
+    if actual != expected:
+        raise HashMismatchError(str(path), expected, actual)
+
+
+def fetch(upstream: Upstream, cache_dir: Path, log=print) -> Path:
+    """Return the verified sdist in the cache, downloading it with pip when it is not there yet.
+
+    A cached file with the wrong hash is reported and left untouched: it is never overwritten.
+    """
+    target = cache_dir / upstream.sdist_filename
+    if target.exists():
+        verify(target, upstream.sha256)
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    log(f"downloading {upstream.name}=={upstream.version} (sdist) with pip")
+    with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".download-") as tmp:
+        cmd = [
+            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+            "--no-build-isolation", "--dest", tmp, f"{upstream.name}=={upstream.version}",
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        downloaded = sorted(Path(tmp).glob("*.tar.gz"))
+        if proc.returncode != 0 or not downloaded:
+            raise VerlPatchesError(
+                f"pip could not download {upstream.name}=={upstream.version} as an sdist:\n{proc.stderr.strip()}"
+            )
+        source = downloaded[0]
+        shutil.move(str(source), target)
+    verify(target, upstream.sha256)
+    return target
+
+
+def newest_mtime(path: Path) -> int:
+    """The newest member mtime of the archive: a date that depends only on the sdist's bytes."""
+    with tarfile.open(path, "r:gz") as archive:
+        return max((int(m.mtime) for m in archive.getmembers()), default=0)
+
+
+def unpack(path: Path, dest: Path) -> None:
+    """Unpack the sdist into dest, dropping its single top-level folder. Refuses unsafe members."""
+    with tarfile.open(path, "r:gz") as archive:
+        members = archive.getmembers()
+        roots = {PurePosixPath(m.name).parts[0] for m in members if m.name not in ("", ".")}
+        if len(roots) != 1:
+            raise VerlPatchesError(f"{path.name}: expected one top-level folder, found {sorted(roots)}")
+        for member in members:
+            parts = PurePosixPath(member.name).parts[1:]
+            if not parts:
+                continue
+            if member.name.startswith("/") or ".." in parts:
+                raise VerlPatchesError(f"{path.name}: unsafe member path {member.name!r}")
+            if not (member.isfile() or member.isdir()):
+                raise VerlPatchesError(f"{path.name}: member {member.name!r} is not a regular file or folder")
+            out = dest.joinpath(*parts)
+            if member.isdir():
+                out.mkdir(parents=True, exist_ok=True)
+                continue
+            out.parent.mkdir(parents=True, exist_ok=True)
+            source = archive.extractfile(member)
+            assert source is not None
+            with source, open(out, "wb") as handle:
+                shutil.copyfileobj(source, handle)
+            out.chmod(0o755 if member.mode & 0o111 else 0o644)

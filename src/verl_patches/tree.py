@@ -1,0 +1,229 @@
+"""The materialised build tree: a git repository holding the upstream import and one commit per patch."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from verl_patches.errors import GitError, PatchApplyError, VerlPatchesError
+from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME, Git
+from verl_patches.model.patch import Patch
+from verl_patches.model.series import unique_names
+from verl_patches.model.upstream import Upstream
+from verl_patches.sdist import newest_mtime, unpack
+
+BRANCH = "series"
+SYNC_FILE = "verl-patches-synced"
+SHA_TRAILER = "Upstream-Sdist-Sha256"
+
+# Attributes that override anything the sdist ships: bytes in, bytes out.
+ATTRIBUTES = "* -text !diff !merge\n"
+
+LOCAL_CONFIG = {
+    "user.name": PROJECT_NAME,
+    "user.email": PROJECT_EMAIL,
+    "core.autocrlf": "false",
+    "core.safecrlf": "false",
+    "core.quotePath": "true",
+    "commit.gpgsign": "false",
+    "tag.gpgsign": "false",
+    "am.keepcr": "true",
+}
+
+# Options that make format-patch output depend on nothing but the commits.
+EXPORT_OPTIONS = [
+    "-c", "diff.renames=true", "-c", "diff.suppressBlankEmpty=false", "-c", "core.quotePath=true",
+    "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false", "-c", "diff.relative=false",
+]  # fmt: skip
+EXPORT_FLAGS = [
+    "--zero-commit", "--no-signature", "--full-index", "--no-numbered", "--keep-subject", "--no-stat",
+    "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers", "--find-renames", "-U3",
+    "--inter-hunk-context=0", "--binary", "--no-notes", "--no-add-header", "--no-cover-letter",
+    "--no-thread", "--no-attach", "--no-base", "--no-signoff", "--no-ext-diff", "--no-textconv",
+    "--no-relative", "--no-encode-email-headers",
+]  # fmt: skip
+AM_OPTIONS = ["-c", "core.hooksPath=/dev/null", "-c", "apply.whitespace=nowarn", "-c", "core.autocrlf=false"]
+AM_FLAGS = ["-3", "--keep-cr", "-k", "--whitespace=nowarn", "--committer-date-is-author-date", "--no-signoff"]
+
+
+@dataclass
+class ExportedPatch:
+    name: str
+    data: bytes
+    patch: Patch
+
+
+class BuildTree:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.git = Git(self.path)
+
+    # -- state -----------------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return (self.path / ".git").is_dir()
+
+    def git_dir(self) -> Path:
+        return self.path / ".git"
+
+    def head(self) -> str | None:
+        return self.git.rev("HEAD") if self.exists() else None
+
+    def import_commit(self, upstream: Upstream) -> str | None:
+        """The import commit for this version, if it exists and records the same sha256."""
+        commit = self.git.rev(f"refs/tags/{upstream.tag}") if self.exists() else None
+        if not commit:
+            return None
+        message = self.git.out("log", "-1", "--format=%B", commit)
+        return commit if f"{SHA_TRAILER}: {upstream.sha256}" in message else None
+
+    def base_tag(self) -> str | None:
+        """The upstream tag HEAD sits on (the newest upstream/* ancestor)."""
+        if not self.exists() or not self.head():
+            return None
+        proc = self.git.run("describe", "--tags", "--abbrev=0", "--match", "upstream/*", "HEAD", check=False)
+        return proc.stdout.decode().strip() or None
+
+    def in_progress(self) -> list[str]:
+        git_dir = self.git_dir()
+        found = []
+        for marker, what in (
+            ("rebase-apply", "a git am or rebase is in progress (git am --abort / git rebase --abort)"),
+            ("rebase-merge", "a git rebase is in progress (git rebase --abort)"),
+            ("MERGE_HEAD", "a merge is in progress (git merge --abort)"),
+            ("CHERRY_PICK_HEAD", "a cherry-pick is in progress (git cherry-pick --abort)"),
+        ):
+            if (git_dir / marker).exists():
+                found.append(what)
+        return found
+
+    def dirty_paths(self) -> list[str]:
+        out = self.git.out("status", "--porcelain", "--untracked-files=all")
+        return [line for line in out.splitlines() if line.strip()]
+
+    def synced_head(self) -> str | None:
+        path = self.git_dir() / SYNC_FILE
+        return path.read_text().strip() if path.exists() else None
+
+    def mark_synced(self) -> None:
+        head = self.head()
+        if head:
+            (self.git_dir() / SYNC_FILE).write_text(head + "\n")
+
+    def commits_above(self, base: str) -> list[tuple[str, str]]:
+        out = self.git.out("log", "--reverse", "--format=%H %s", f"{base}..HEAD")
+        return [tuple(line.split(" ", 1)) for line in out.splitlines() if line]  # type: ignore[misc]
+
+    # -- creation --------------------------------------------------------------------------------
+    def init(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not self.exists():
+            self.git.run("init", "--quiet", f"--initial-branch={BRANCH}")
+        info = self.git_dir() / "info"
+        info.mkdir(exist_ok=True)
+        (info / "attributes").write_text(ATTRIBUTES)
+        for key, value in LOCAL_CONFIG.items():
+            self.git.run("config", key, value)
+
+    def import_sdist(self, upstream: Upstream, sdist: Path, parent: str | None = None) -> str:
+        """Replace the work tree with the sdist's files and commit them; tag upstream/<version>."""
+        self.init()
+        self._clear_worktree()
+        unpack(sdist, self.path)
+        self.git.run("add", "--all", "--force", ".")
+        tree = self.git.out("write-tree")
+        date = f"{newest_mtime(sdist)} +0000"
+        message = (
+            f"Import {upstream.name} {upstream.version} from its PyPI sdist\n\n"
+            f"Upstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
+        )
+        env = {
+            "GIT_AUTHOR_NAME": PROJECT_NAME,
+            "GIT_AUTHOR_EMAIL": PROJECT_EMAIL,
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_DATE": date,
+        }
+        args = ["commit-tree", tree, "-F", "-"] + (["-p", parent] if parent else [])
+        commit = self.git.out(*args, input=message.encode(), env=env)
+        self.git.run("tag", "--force", upstream.tag, commit)
+        self.reset_to(commit)
+        return commit
+
+    def reset_to(self, commit: str) -> None:
+        self.git.run("update-ref", f"refs/heads/{BRANCH}", commit)
+        self.git.run("symbolic-ref", "HEAD", f"refs/heads/{BRANCH}")
+        self.git.run("reset", "--quiet", "--hard", commit)
+        self.git.run("clean", "-ffdxq")
+
+    def _clear_worktree(self) -> None:
+        for child in self.path.iterdir():
+            if child.name == ".git":
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    # -- patches ---------------------------------------------------------------------------------
+    def am(self, name: str, patch_file: Path) -> None:
+        """Apply one patch as one commit; on failure abort the am and raise with the failing file/hunk."""
+        proc = self.git.run(*AM_OPTIONS, "am", *AM_FLAGS, str(patch_file), check=False)
+        if proc.returncode == 0:
+            return
+        detail = _am_failure(proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace"))
+        if (self.git_dir() / "rebase-apply").exists():
+            self.git.run("am", "--abort", check=False)
+        raise PatchApplyError(name, detail)
+
+    def export(self, base: str) -> list[ExportedPatch]:
+        """format-patch every commit above base, deterministically; names come from subjects."""
+        merges = self.git.out("rev-list", "--merges", f"{base}..HEAD")
+        if merges:
+            raise VerlPatchesError(f"the build tree has merge commits above {base}; a series must be linear")
+        with tempfile.TemporaryDirectory(prefix="verl-patches-export-") as tmp:
+            self.git.run(*EXPORT_OPTIONS, "format-patch", *EXPORT_FLAGS, "-o", tmp, f"{base}..HEAD")
+            files = sorted(Path(tmp).glob("*.patch"))
+            raw = [(f.name, f.read_bytes()) for f in files]
+        parsed = [Patch.parse(name, data) for name, data in raw]
+        names = unique_names([p.subject for p in parsed])
+        result = []
+        for name, (_, data), patch in zip(names, raw, parsed, strict=True):
+            patch.name = name
+            result.append(ExportedPatch(name=name, data=data, patch=patch))
+        return result
+
+    # -- safety ----------------------------------------------------------------------------------
+    def backup(self, backup_dir: Path) -> str:
+        """Keep everything the tree holds (commits and uncommitted edits) on a backup branch and bundle."""
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        branch = f"backup/{stamp}"
+        if self.in_progress():
+            self.git.run("am", "--abort", check=False)
+            self.git.run("rebase", "--abort", check=False)
+            self.git.run("merge", "--abort", check=False)
+            self.git.run("cherry-pick", "--abort", check=False)
+        self.git.run("checkout", "--quiet", "-B", branch)
+        if self.dirty_paths():
+            self.git.run("add", "--all")
+            self.git.run("commit", "--quiet", "--no-verify", "-m", "verl-patches backup of uncommitted edits")
+        backup_dir.mkdir(parents=True, exist_ok=True)
+        bundle = backup_dir / f"{stamp}.bundle"
+        self.git.run("bundle", "create", str(bundle), branch)
+        return f"branch {branch} in {self.path} and {bundle}"
+
+
+def _am_failure(output: str) -> str:
+    """The useful lines of a failed git am: which patch, file and hunk."""
+    keep = []
+    for line in output.splitlines():
+        if re.match(r"^(error|CONFLICT|Applying|Patch failed|fatal|Falling back|warning: Cannot merge)", line):
+            keep.append(line)
+        elif re.match(r"^Auto-merging ", line):
+            keep.append(line)
+    return "\n".join(keep) or output.strip()
+
+
+__all__ = ["BuildTree", "ExportedPatch", "GitError"]

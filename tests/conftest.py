@@ -1,0 +1,146 @@
+"""Fixtures: a tiny synthetic verl sdist and a verl-patches checkout around it (no network)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from verl_patches.cli import main as cli_main
+
+SETUP_PY = """\
+from setuptools import find_packages, setup
+
+with open("verl/version/version") as f:
+    version = f.read().strip()
+
+setup(name="verl", version=version, packages=find_packages(include=["verl", "verl.*"]),
+      package_data={"verl": ["version/version"]})
+"""
+
+BASE_FILES = {
+    "setup.py": SETUP_PY,
+    "PKG-INFO": "Metadata-Version: 2.1\nName: verl\n",
+    "verl/__init__.py": "",
+    "verl/version/version": "{version}\n",
+    "verl/models/__init__.py": "",
+    "verl/models/util.py": "def build_mask(lengths, width):\n    return [[i < n for i in range(width)] for n in lengths]\n",
+    "verl/windows.txt": "line one\r\nline two\r\n",
+    "tests/__init__.py": "",
+    ".gitattributes": "* text=auto\n",
+}
+
+
+def make_sdist(directory: Path, version: str, files: dict[str, str] | None = None) -> Path:
+    """Write verl-<version>.tar.gz with one top-level folder, like a PyPI sdist."""
+    files = {**BASE_FILES, **(files or {})}
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"verl-{version}.tar.gz"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in sorted(files.items()):
+            data = text.replace("{version}", version).encode()
+            info = tarfile.TarInfo(f"verl-{version}/{name}")
+            info.size = len(data)
+            info.mtime = 1_700_000_000
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass
+class Checkout:
+    root: Path
+    cache: Path
+
+    @property
+    def tree(self) -> Path:
+        return self.root / "build" / "verl"
+
+    def cli(self, *argv: str) -> int:
+        command, *rest = argv
+        return cli_main([command, "-C", str(self.root), *rest])
+
+    def pin(self, version: str, sha: str) -> None:
+        (self.root / "upstream.toml").write_text(
+            f'[upstream]\nname = "verl"\nversion = "{version}"\nsha256 = "{sha}"\n', encoding="utf-8"
+        )
+
+    def user_git(self, *args: str, input: str | None = None) -> str:
+        """git as a user runs it in the build tree: with their own (here: hostile) configuration."""
+        proc = subprocess.run(
+            ["git", "-C", str(self.tree), *args], capture_output=True, text=True, input=input, check=True
+        )
+        return proc.stdout
+
+    def commit_in_tree(self, path: str, content: str | bytes, message: str) -> None:
+        target = self.tree / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+        self.user_git("add", path)
+        self.user_git("commit", "-q", "-F", "-", input=message)
+
+    def patches(self) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((self.root / "patches").iterdir())}
+
+
+GOOD_MESSAGE = """[megatron] fix: build boolean masks in build_mask
+
+Problem: build_mask returned nested lists.
+
+Fix: keep the lists but document them.
+
+Tests: tests/models/test_util_on_cpu.py fails without the fix.
+
+Upstream-Status: Pending
+"""
+
+
+@pytest.fixture
+def hostile_git(tmp_path, monkeypatch):
+    """A global git config that would change format-patch and am output if it leaked through."""
+    config = tmp_path / "hostile-gitconfig"
+    config.write_text(
+        "[user]\n\tname = Some Person\n\temail = person@example.com\n"
+        "[diff]\n\tnoprefix = true\n\tcontext = 5\n\tmnemonicPrefix = true\n"
+        "[core]\n\tautocrlf = true\n\tabbrev = 7\n"
+        "[format]\n\tsignature = hostile signature\n\tnumbered = true\n\tsuffix = .diff\n"
+        "[am]\n\tthreeWay = false\n"
+    )
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    return config
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch, hostile_git) -> Checkout:
+    cache = tmp_path / "cache"
+    sdist = make_sdist(cache, "1.0.0")
+    root = tmp_path / "project"
+    (root / "patches").mkdir(parents=True)
+    (root / "patches" / "series").write_text("# series\n")
+    monkeypatch.setenv("VERL_PATCHES_CACHE", str(cache))
+    monkeypatch.delenv("VERL_PATCHES_BUILD_DIR", raising=False)
+    checkout = Checkout(root=root, cache=cache)
+    checkout.pin("1.0.0", sha256(sdist))
+    return checkout
+
+
+@pytest.fixture(autouse=True)
+def _no_pip_download(monkeypatch):
+    """The tests never reach the network: a missing sdist must come from the cache."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", os.devnull)

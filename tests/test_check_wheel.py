@@ -1,0 +1,92 @@
+"""check, table and wheel driven through the CLI on the synthetic upstream."""
+
+from __future__ import annotations
+
+import zipfile
+
+from conftest import GOOD_MESSAGE
+
+GPU_TEST = "import pytest\n\n\ndef test_gpu():\n    pytest.skip('no gpu')\n"
+
+
+def add_good_patch(checkout):
+    checkout.commit_in_tree("tests/models/test_util_on_cpu.py", "def test_cpu():\n    assert True\n", "wip")
+    checkout.commit_in_tree("tests/models/test_util_on_gpu.py", GPU_TEST, "wip")
+    checkout.commit_in_tree("verl/models/util.py", "def build_mask(lengths, width):\n    return []\n", "wip")
+    base = checkout.user_git("rev-parse", "upstream/1.0.0").strip()
+    checkout.user_git("reset", "--soft", base)
+    checkout.user_git("commit", "-q", "-F", "-", input=GOOD_MESSAGE)
+
+
+def test_check_passes_on_a_good_series(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    capsys.readouterr()
+    assert checkout.cli("check") == 0
+    assert "no findings" in capsys.readouterr().out
+
+
+def test_check_reports_lint_and_staleness(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    checkout.user_git("commit", "-q", "--amend", "-m", "bad subject")
+    (checkout.root / "patches" / "stray.patch").write_bytes(b"From x\n")
+    capsys.readouterr()
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert "stray.patch: series-unused:" in out
+    # series findings stop before the trial apply; fix them and see the tree comparison.
+    (checkout.root / "patches" / "stray.patch").unlink()
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert "build/verl: up-to-date:" in out and "bad-subject.patch" in out
+
+
+def test_check_reports_a_patch_that_does_not_apply(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    (name,) = [n for n in checkout.patches() if n != "series"]
+    path = checkout.root / "patches" / name
+    path.write_bytes(path.read_bytes().replace(b"-    return [[i", b"-    yield [[i").replace(b"index ", b"index-x "))
+    capsys.readouterr()
+    assert checkout.cli("check", "--no-apply") == 0
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert f"{name}: applies:" in out and "verl/models/util.py" in out
+
+
+def test_table_lists_subject_status_and_tests(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    capsys.readouterr()
+    assert checkout.cli("table") == 0
+    out = capsys.readouterr().out
+    assert "[megatron] fix: build boolean masks in build_mask" in out
+    assert "Pending" in out and "test_util_on_cpu.py" in out and "1 code, 2 test" in out
+
+
+def test_wheel_is_reproducible_with_local_version(checkout, tmp_path):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    assert checkout.cli("wheel", "--outdir", str(tmp_path / "one")) == 0
+    assert checkout.cli("wheel", "--outdir", str(tmp_path / "two")) == 0
+    (one,) = (tmp_path / "one").glob("*.whl")
+    (two,) = (tmp_path / "two").glob("*.whl")
+    assert one.name == "verl-1.0.0+fix.1-py3-none-any.whl"
+    assert one.read_bytes() == two.read_bytes()
+    with zipfile.ZipFile(one) as wheel:
+        assert wheel.read("verl/version/version").decode().strip() == "1.0.0+fix.1"
+        assert wheel.read("verl/models/util.py").decode().endswith("return []\n")
+
+
+def test_wheel_refuses_unexported_work(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    capsys.readouterr()
+    assert checkout.cli("wheel") == 1
+    assert "refusing to build a wheel" in capsys.readouterr().err

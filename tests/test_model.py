@@ -1,0 +1,127 @@
+"""The data model: series, patch parsing, upstream pin, status vocabulary."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verl_patches.errors import ConfigError
+from verl_patches.model.patch import Patch, parse_trailers
+from verl_patches.model.series import Series, slug, unique_names
+from verl_patches.model.status import UpstreamStatus
+from verl_patches.model.upstream import Upstream, local_version
+
+
+def mbox(subject="[megatron] fix: a thing", body="Problem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\n",
+         files=("verl/a.py",), author="verl-patches <verl-patches@users.noreply.github.com>", after_sep="") -> bytes:  # fmt: skip
+    diff = "".join(
+        f"diff --git a/{f} b/{f}\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/{f}\n@@ -0,0 +1 @@\n+x\n"
+        for f in files
+    )
+    text = (
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        f"From: {author}\nDate: Sun, 29 Nov 2026 10:00:00 +0000\nSubject: {subject}\n\n{body}---\n{after_sep}\n{diff}"
+    )
+    return text.encode()
+
+
+def test_series_parse_ignores_comments_and_keeps_header():
+    series = Series.parse("# head\n# more\n\na.patch\n# mid\nb.patch  # trailing\n")
+    assert series.names == ["a.patch", "b.patch"]
+    assert series.header == "# head\n# more\n"
+    assert Series.parse(series.format()).names == series.names
+
+
+def test_series_rejects_bad_names_with_line_number():
+    with pytest.raises(ConfigError, match=r"series:2: 'not a patch'"):
+        Series.parse("a.patch\nnot a patch\n")
+
+
+def test_series_duplicates():
+    assert Series.parse("a.patch\nb.patch\na.patch\n").duplicates() == ["a.patch"]
+
+
+@given(st.lists(st.from_regex(r"[a-z0-9][a-z0-9._-]{0,20}\.patch", fullmatch=True), max_size=8))
+def test_series_round_trip(names):
+    assert Series.parse(Series(names=names).format()).names == names
+
+
+@given(st.text(max_size=200))
+def test_slug_is_a_safe_file_stem(subject):
+    stem = slug(subject)
+    assert stem and len(stem) <= 64
+    assert all(c.isascii() and (c.isalnum() or c == "-") for c in stem)
+
+
+def test_unique_names_disambiguate_in_order():
+    assert unique_names(["[a] fix: x", "[a] fix: x", "[b] fix: y"]) == ["a-fix-x.patch", "a-fix-x-2.patch", "b-fix-y.patch"]
+
+
+def test_patch_parse_reads_headers_trailers_and_files():
+    patch = Patch.parse("p.patch", mbox(files=("verl/a.py", "tests/models/test_a_on_cpu.py")))
+    assert patch.subject == "[megatron] fix: a thing"
+    assert patch.author == "verl-patches <verl-patches@users.noreply.github.com>"
+    assert patch.trailers == [("Upstream-Status", "Pending")]
+    assert patch.upstream_status == UpstreamStatus("Pending", "Pending")
+    assert patch.code_files == ["verl/a.py"]
+    assert patch.tests_matching("_on_cpu.py") == ["tests/models/test_a_on_cpu.py"]
+    assert patch.added_files == ["verl/a.py", "tests/models/test_a_on_cpu.py"]
+    assert not patch.separator_in_message
+
+
+def test_patch_parse_folded_subject():
+    patch = Patch.parse("p.patch", mbox(subject="[megatron] fix: a long\n subject line"))
+    assert patch.subject == "[megatron] fix: a long subject line"
+
+
+def test_patch_parse_detects_a_separator_inside_the_message():
+    patch = Patch.parse("p.patch", mbox(after_sep="This text was below a --- line of the message.\n"))
+    assert patch.separator_in_message
+
+
+def test_patch_parse_rejects_non_mbox():
+    with pytest.raises(ConfigError, match="not a git format-patch"):
+        Patch.parse("x.patch", b"diff --git a/x b/x\n")
+
+
+def test_trailers_only_from_last_paragraph():
+    assert parse_trailers("Subject\n\nKey: not a trailer\nplain text\n") == []
+    assert parse_trailers("Body.\n\nA-B: one\n  continued\nC: two\n") == [("A-B", "one continued"), ("C", "two")]
+
+
+@pytest.mark.parametrize(
+    "value,kind",
+    [
+        ("Pending", "Pending"),
+        ("Backport verl-project/verl#7702", "Backport"),
+        ("Submitted https://github.com/verl-project/verl/pull/1", "Submitted"),
+        ("Fixed-in 0.9.1 verl-project/verl#7372", "Fixed-in"),
+        ("Fixed-in 0.9.1", "Fixed-in"),
+        ("Inappropriate [NPU-only example]", "Inappropriate"),
+    ],
+)
+def test_status_vocabulary_accepts(value, kind):
+    assert UpstreamStatus.parse(value).kind == kind
+
+
+@pytest.mark.parametrize("value", ["pending", "Backport", "Backport #7702", "Inappropriate", "Submitted soon", "Done"])
+def test_status_vocabulary_rejects(value):
+    assert UpstreamStatus.parse(value) is None
+
+
+def test_upstream_from_mapping_validates():
+    good = {"upstream": {"name": "verl", "version": "0.9.0", "sha256": "A" * 64}}
+    upstream = Upstream.from_mapping(good)
+    assert upstream.sha256 == "a" * 64 and upstream.tag == "upstream/0.9.0"
+    assert upstream.sdist_filename == "verl-0.9.0.tar.gz"
+    with pytest.raises(ConfigError, match="sha256"):
+        Upstream.from_mapping({"upstream": {"name": "verl", "version": "0.9.0", "sha256": "abc"}})
+    with pytest.raises(ConfigError, match="PEP 440"):
+        Upstream.from_mapping({"upstream": {"name": "verl", "version": "nine", "sha256": "a" * 64}})
+    with pytest.raises(ConfigError, match="version"):
+        Upstream.from_mapping({"upstream": {"name": "verl", "sha256": "a" * 64}})
+
+
+def test_local_version_is_pep440():
+    assert local_version("0.9.0", 5) == "0.9.0+fix.5"
