@@ -30,7 +30,9 @@ BASE_FILES = {
     "verl/__init__.py": "",
     "verl/version/version": "{version}\n",
     "verl/models/__init__.py": "",
-    "verl/models/util.py": "def build_mask(lengths, width):\n    return [[i < n for i in range(width)] for n in lengths]\n",
+    "verl/models/util.py": (
+        "def build_mask(lengths, width):\n    return [[i < n for i in range(width)] for n in lengths]\n"
+    ),
     "verl/windows.txt": "line one\r\nline two\r\n",
     "tests/__init__.py": "",
     ".gitattributes": "* text=auto\n",

@@ -84,7 +84,9 @@ def test_gitattributes_in_sdist_cannot_convert_line_endings(checkout):
 def test_file_names_come_from_subjects_and_survive_reordering(checkout):
     assert checkout.cli("apply") == 0
     add_fix(checkout, "first", GOOD_MESSAGE.replace("build boolean masks in build_mask", "first change"))
-    checkout.commit_in_tree("verl/other.py", "Y = 2\n", GOOD_MESSAGE.replace("build boolean masks in build_mask", "second"))
+    checkout.commit_in_tree(
+        "verl/other.py", "Y = 2\n", GOOD_MESSAGE.replace("build boolean masks in build_mask", "second")
+    )
     assert checkout.cli("export") == 0
     series = (checkout.root / "patches/series").read_text().split("\n")
     assert "megatron-fix-first-change.patch" in series and "megatron-fix-second.patch" in series

@@ -24,7 +24,14 @@ def test_a_good_patch_has_no_findings():
 
 @pytest.mark.parametrize(
     "subject",
-    ["fix a thing", "[megatron]fix: x", "[megatorn] fix: x", "[megatron] fixed: x", "[Megatron] fix: x", "[megatron] fix:"],
+    [
+        "fix a thing",
+        "[megatron]fix: x",
+        "[megatorn] fix: x",
+        "[megatron] fixed: x",
+        "[Megatron] fix: x",
+        "[megatron] fix:",
+    ],
 )
 def test_subject_form_fails(subject):
     assert "subject-form" in rules(subject=subject)
@@ -55,7 +62,8 @@ def test_upstream_status_passes():
 
 
 @pytest.mark.parametrize(
-    "files", [("verl/a.py",), ("verl/a.py", "tests/models/test_a_on_cpu.py"), ("verl/a.py", "tests/models/test_a_on_gpu.py")]
+    "files",
+    [("verl/a.py",), ("verl/a.py", "tests/models/test_a_on_cpu.py"), ("verl/a.py", "tests/models/test_a_on_gpu.py")],
 )
 def test_code_change_needs_cpu_and_gpu_tests(files):
     assert "tests" in rules(files=files)

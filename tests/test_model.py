@@ -12,11 +12,14 @@ from verl_patches.model.series import Series, slug, unique_names
 from verl_patches.model.status import UpstreamStatus
 from verl_patches.model.upstream import Upstream, local_version
 
+DEFAULT_BODY = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\n"
+IDENT = "verl-patches <verl-patches@users.noreply.github.com>"
 
-def mbox(subject="[megatron] fix: a thing", body="Problem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\n",
-         files=("verl/a.py",), author="verl-patches <verl-patches@users.noreply.github.com>", after_sep="") -> bytes:  # fmt: skip
+
+def mbox(subject="[megatron] fix: a thing", body=DEFAULT_BODY, files=("verl/a.py",), author=IDENT, after_sep=""):
     diff = "".join(
-        f"diff --git a/{f} b/{f}\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/{f}\n@@ -0,0 +1 @@\n+x\n"
+        f"diff --git a/{f} b/{f}\nnew file mode 100644\nindex 0000000..1111111\n"
+        f"--- /dev/null\n+++ b/{f}\n@@ -0,0 +1 @@\n+x\n"
         for f in files
     )
     text = (
@@ -55,7 +58,11 @@ def test_slug_is_a_safe_file_stem(subject):
 
 
 def test_unique_names_disambiguate_in_order():
-    assert unique_names(["[a] fix: x", "[a] fix: x", "[b] fix: y"]) == ["a-fix-x.patch", "a-fix-x-2.patch", "b-fix-y.patch"]
+    assert unique_names(["[a] fix: x", "[a] fix: x", "[b] fix: y"]) == [
+        "a-fix-x.patch",
+        "a-fix-x-2.patch",
+        "b-fix-y.patch",
+    ]
 
 
 def test_patch_parse_reads_headers_trailers_and_files():

@@ -58,16 +58,24 @@ class ExportedPatch:
 
 
 class BuildTree:
-    def __init__(self, path: Path):
+    """A git work tree of verl: build/verl itself, or a linked worktree of it used as scratch space."""
+
+    def __init__(self, path: Path, branch: str = BRANCH):
         self.path = Path(path)
+        self.branch = branch
         self.git = Git(self.path)
 
     # -- state -----------------------------------------------------------------------------------
     def exists(self) -> bool:
-        return (self.path / ".git").is_dir()
+        return (self.path / ".git").exists()
 
     def git_dir(self) -> Path:
-        return self.path / ".git"
+        """This work tree's own git folder (differs from the common one in a linked worktree)."""
+        dot_git = self.path / ".git"
+        return dot_git if dot_git.is_dir() else self.git.git_dir()
+
+    def common_dir(self) -> Path:
+        return Path(self.git.out("rev-parse", "--path-format=absolute", "--git-common-dir"))
 
     def head(self) -> str | None:
         return self.git.rev("HEAD") if self.exists() else None
@@ -121,15 +129,15 @@ class BuildTree:
     def init(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.exists():
-            self.git.run("init", "--quiet", f"--initial-branch={BRANCH}")
-        info = self.git_dir() / "info"
+            self.git.run("init", "--quiet", f"--initial-branch={self.branch}")
+        info = self.common_dir() / "info"
         info.mkdir(exist_ok=True)
         (info / "attributes").write_text(ATTRIBUTES)
         for key, value in LOCAL_CONFIG.items():
             self.git.run("config", key, value)
 
-    def import_sdist(self, upstream: Upstream, sdist: Path, parent: str | None = None) -> str:
-        """Replace the work tree with the sdist's files and commit them; tag upstream/<version>."""
+    def import_sdist(self, upstream: Upstream, sdist: Path, parent: str | None = None, tag: bool = True) -> str:
+        """Replace the work tree with the sdist's files and commit them (tagged upstream/<version>)."""
         self.init()
         self._clear_worktree()
         unpack(sdist, self.path)
@@ -148,13 +156,14 @@ class BuildTree:
         }
         args = ["commit-tree", tree, "-F", "-"] + (["-p", parent] if parent else [])
         commit = self.git.out(*args, input=message.encode(), env=env)
-        self.git.run("tag", "--force", upstream.tag, commit)
+        if tag:
+            self.git.run("tag", "--force", upstream.tag, commit)
         self.reset_to(commit)
         return commit
 
     def reset_to(self, commit: str) -> None:
-        self.git.run("update-ref", f"refs/heads/{BRANCH}", commit)
-        self.git.run("symbolic-ref", "HEAD", f"refs/heads/{BRANCH}")
+        self.git.run("update-ref", f"refs/heads/{self.branch}", commit)
+        self.git.run("symbolic-ref", "HEAD", f"refs/heads/{self.branch}")
         self.git.run("reset", "--quiet", "--hard", commit)
         self.git.run("clean", "-ffdxq")
 
@@ -168,15 +177,22 @@ class BuildTree:
                 child.unlink()
 
     # -- patches ---------------------------------------------------------------------------------
-    def am(self, name: str, patch_file: Path) -> None:
-        """Apply one patch as one commit; on failure abort the am and raise with the failing file/hunk."""
+    def am(self, name: str, patch_file: Path) -> bool:
+        """Apply one patch as one commit; False when it changed nothing (already applied).
+
+        On failure the am is aborted and PatchApplyError names the failing file and hunk."""
+        before = self.head()
         proc = self.git.run(*AM_OPTIONS, "am", *AM_FLAGS, str(patch_file), check=False)
         if proc.returncode == 0:
-            return
+            return self.head() != before
         detail = _am_failure(proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace"))
         if (self.git_dir() / "rebase-apply").exists():
             self.git.run("am", "--abort", check=False)
         raise PatchApplyError(name, detail)
+
+    def ok_reverse(self, patch_file: Path) -> bool:
+        """True when the patch's changes are already all present (it reverse-applies)."""
+        return self.git.ok("apply", "--check", "--reverse", str(patch_file))
 
     def export(self, base: str) -> list[ExportedPatch]:
         """format-patch every commit above base, deterministically; names come from subjects."""

@@ -1,4 +1,4 @@
-"""Apply a series in a throw-away work tree, leaving the build tree alone."""
+"""Throw-away work trees of build/verl, for trial applies, proofs and rebases."""
 
 from __future__ import annotations
 
@@ -7,44 +7,58 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from verl_patches.errors import PatchApplyError
-from verl_patches.layout import Project
+from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
 from verl_patches.sdist import fetch
 from verl_patches.tree import BuildTree
 
 
 @contextlib.contextmanager
-def scratch_tree(project: Project, upstream: Upstream, log=print) -> Iterator[BuildTree]:
-    """A BuildTree at the import commit of upstream, in a temporary folder.
-
-    It is a linked worktree of build/verl when that repository already has the import (fast);
-    otherwise a fresh repository with its own import.
-    """
-    main = BuildTree(project.tree_dir)
-    base = main.import_commit(upstream)
-    with tempfile.TemporaryDirectory(prefix="verl-patches-trial-") as tmp:
+def linked_worktree(main: BuildTree, commit: str, branch: str = "scratch") -> Iterator[BuildTree]:
+    """A detached linked worktree of main at commit, removed afterwards (its commits stay in main's objects)."""
+    with tempfile.TemporaryDirectory(prefix="verl-patches-scratch-") as tmp:
         path = Path(tmp) / "tree"
-        if base:
-            main.git.run("worktree", "add", "--quiet", "--detach", str(path), base)
-            try:
-                yield BuildTree(path)
-            finally:
-                main.git.run("worktree", "remove", "--force", str(path), check=False)
-                main.git.run("worktree", "prune", check=False)
-        else:
-            tree = BuildTree(path)
-            tree.import_sdist(upstream, fetch(upstream, project.cache_dir, log=log))
-            yield tree
-
-
-def trial_apply(tree: BuildTree, project: Project, names: list[str]) -> tuple[list[str], PatchApplyError | None]:
-    """Apply names in order; return the names applied and the first failure, if any."""
-    applied = []
-    for name in names:
+        main.git.run("worktree", "add", "--quiet", "--detach", str(path), commit)
         try:
-            tree.am(name, project.patch_path(name))
-        except PatchApplyError as exc:
-            return applied, exc
-        applied.append(name)
-    return applied, None
+            yield BuildTree(path, branch=branch)
+        finally:
+            main.git.run("worktree", "remove", "--force", str(path), check=False)
+            main.git.run("worktree", "prune", check=False)
+
+
+@contextlib.contextmanager
+def scratch_tree(main: BuildTree, upstream: Upstream, cache_dir: Path, log=print) -> Iterator[BuildTree]:
+    """A BuildTree at the import commit of upstream, without touching main's work tree.
+
+    A linked worktree of main when main already has that import (fast); otherwise a fresh repository.
+    """
+    base = main.import_commit(upstream)
+    if base:
+        with linked_worktree(main, base) as tree:
+            yield tree
+        return
+    with tempfile.TemporaryDirectory(prefix="verl-patches-trial-") as tmp:
+        tree = BuildTree(Path(tmp) / "tree")
+        tree.import_sdist(upstream, fetch(upstream, cache_dir, log=log))
+        yield tree
+
+
+def apply_each(tree: BuildTree, patches: list[tuple[str, Path]]) -> list[str]:
+    """Apply (name, file) pairs in order; returns the commit of each. A patch that changes nothing is an error."""
+    commits = []
+    for name, path in patches:
+        if not tree.am(name, path):
+            raise PatchApplyError(name, "the patch changes nothing on this base (already applied upstream?)")
+        head = tree.head()
+        if head is None:
+            raise VerlPatchesError(f"no HEAD after applying {name}")
+        commits.append(head)
+    return commits
+
+
+def trial_apply(tree: BuildTree, patches: list[tuple[str, Path]]) -> PatchApplyError | None:
+    try:
+        apply_each(tree, patches)
+    except PatchApplyError as exc:
+        return exc
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,18 +17,26 @@ def _python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 
 
-def _stamp_of(requirements: list[Path]) -> str:
+def requirements_stamp(requirements: list[Path]) -> str:
+    """Changes whenever the interpreter or a requirements file changes (missing files count as empty)."""
     digest = hashlib.sha256(sys.version.encode())
+    digest.update(os.environ.get("VERL_PATCHES_PYTHON", "").encode())
     for path in requirements:
-        digest.update(path.read_bytes())
+        digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()
 
 
 def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
-    """Create or refresh the venv when its requirements changed; point it at the tree. Returns its python."""
+    """Create or refresh the venv when its requirements changed; point it at the tree. Returns its python.
+
+    VERL_PATCHES_PYTHON names an interpreter to use instead (it must already have what the tests need).
+    """
+    override = os.environ.get("VERL_PATCHES_PYTHON")
+    if override:
+        return Path(override)
     python = _python(venv)
     stamp_path = venv / STAMP
-    wanted = _stamp_of(requirements)
+    wanted = requirements_stamp(requirements)
     if not python.exists() or not stamp_path.exists() or stamp_path.read_text().strip() != wanted:
         log(f"preparing {venv} from {', '.join(p.name for p in requirements)} (a few minutes the first time)")
         if not python.exists():

@@ -32,8 +32,9 @@ def collect(project, apply: bool = True) -> list[Finding]:
     if not apply or findings and any(f.rule.startswith("series-") for f in findings):
         return findings
     upstream = project.load_upstream()
-    with scratch_tree(project, upstream) as trial:
-        _, failure = trial_apply(trial, project, series.names)
+    main = BuildTree(project.tree_dir)
+    with scratch_tree(main, upstream, project.cache_dir) as trial:
+        failure = trial_apply(trial, [(name, project.patch_path(name)) for name in series.names])
     if failure:
         findings.append(
             Finding(

@@ -12,6 +12,7 @@ from verl_patches.layout import Project
 from verl_patches.sdist import fetch
 from verl_patches.sync import unexported_work
 from verl_patches.tree import BuildTree
+from verl_patches.trial import apply_each
 
 
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -67,8 +68,7 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     else:
         tree.import_sdist(upstream, sdist)
     try:
-        for name in series.names:
-            tree.am(name, project.patch_path(name))
+        apply_each(tree, [(name, project.patch_path(name)) for name in series.names])
     finally:
         # What is in the tree now came from patches/ alone, so it is not work to protect.
         tree.mark_synced()

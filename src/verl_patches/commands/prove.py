@@ -1,0 +1,116 @@
+"""verl-patches prove: each patch's CPU tests fail without its code and pass with it; every prefix is green."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.commands.table import render
+from verl_patches.layout import Project
+from verl_patches.model.patch import Patch
+from verl_patches.pytest_runner import FAILED_CODES, PytestRunner
+from verl_patches.tree import BuildTree
+from verl_patches.trial import apply_each, scratch_tree
+from verl_patches.venv import ensure, requirements_stamp
+
+YES, NO, SKIP = "yes", "NO", "-"
+
+
+@dataclass
+class Proof:
+    patch: Patch
+    tests: list[str]
+    failed_before: str = SKIP
+    passed_after: str = SKIP
+    earlier_pass: str = SKIP
+    problems: list[str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def build_parser():
+    p = parser("prove", "Per patch: tests fail without its code, pass with it, and earlier patches' tests still pass.")
+    p.add_argument("--no-cache", action="store_true", help="ignore cached results (build/prove-cache.json)")
+    return p
+
+
+def prove(project: Project, runner: PytestRunner, log=print) -> list[Proof]:
+    upstream = project.load_upstream()
+    patches = project.load_patches()
+    main = BuildTree(project.tree_dir)
+    proofs: list[Proof] = []
+    with scratch_tree(main, upstream, project.cache_dir, log=log) as tree:
+        base = tree.head()
+        commits = apply_each(tree, [(p.name, project.patch_path(p.name)) for p in patches])
+        earlier: list[str] = []
+        for index, patch in enumerate(patches):
+            previous = commits[index - 1] if index else base
+            proof = Proof(patch=patch, tests=patch.tests_matching("_on_cpu.py"), problems=[])
+            log(f"[{index + 1}/{len(patches)}] {patch.subject}")
+            if patch.exemption is not None:
+                proof.failed_before = "exempt"
+            elif proof.tests:
+                outside_code = [f for f in patch.files if not f.startswith("verl/") and f not in patch.deleted_files]
+                tree.git.run("checkout", "--quiet", "--force", "--detach", previous)
+                tree.git.run("checkout", commits[index], "--", *outside_code)
+                rc = runner.run(tree, proof.tests)
+                proof.failed_before = YES if rc in FAILED_CODES else NO
+                if rc not in FAILED_CODES:
+                    proof.problems.append(f"its tests do not fail without its code (pytest exit {rc})")
+            elif patch.code_files:
+                proof.problems.append("changes verl/ but has no *_on_cpu.py test")
+            tree.git.run("checkout", "--quiet", "--force", "--detach", commits[index])
+            earlier_files = [f for f in earlier if (tree.path / f).exists() and f not in proof.tests]
+            if proof.tests or earlier_files:
+                rc = runner.run(tree, proof.tests + earlier_files)
+                if rc == 0:
+                    proof.passed_after = YES if proof.tests else SKIP
+                    proof.earlier_pass = YES if earlier_files else SKIP
+                else:
+                    if proof.tests:
+                        proof.passed_after = YES if runner.run(tree, proof.tests) == 0 else NO
+                    if earlier_files:
+                        proof.earlier_pass = YES if runner.run(tree, earlier_files) == 0 else NO
+                    if proof.passed_after == NO:
+                        proof.problems.append("its tests fail with the patch applied")
+                    if proof.earlier_pass == NO:
+                        proof.problems.append("earlier patches' tests fail after it (series not bisectable)")
+            earlier.extend(t for t in proof.tests if t not in earlier)
+            proofs.append(proof)
+    return proofs
+
+
+def table(proofs: list[Proof]) -> str:
+    rows = [["#", "patch", "tests", "failed-before", "passed-after", "earlier-pass"]]
+    for n, proof in enumerate(proofs, start=1):
+        tests = ", ".join(t.rsplit("/", 1)[-1] for t in proof.tests) or "-"
+        rows.append([str(n), proof.patch.name, tests, proof.failed_before, proof.passed_after, proof.earlier_pass])
+    return render(rows)
+
+
+@reports_errors
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = project_of(args)
+    start = time.monotonic()
+    python = ensure(project.venv_dir, [project.requirements_path], project.tree_dir)
+    cache = project.build_dir / "prove-cache.json"
+    if args.no_cache and cache.exists():
+        cache.unlink()
+    stamp = requirements_stamp([project.requirements_path])
+    runner = PytestRunner(python=python, cache_path=cache, env_stamp=stamp)
+    proofs = prove(project, runner)
+    print(table(proofs))
+    bad = [p for p in proofs if not p.ok]
+    for proof in bad:
+        for problem in proof.problems or []:
+            print(f"{proof.patch.name}: {problem}")
+    took = time.monotonic() - start
+    print(
+        f"prove: {len(proofs)} patch(es), {len(bad)} with violations; "
+        f"{runner.runs} pytest run(s), {runner.cached} cached; {took:.0f}s"
+    )
+    return 1 if bad else 0

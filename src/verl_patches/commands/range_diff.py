@@ -1,0 +1,70 @@
+"""verl-patches range-diff A B: git range-diff of the series as two refs of this repository have it."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.errors import VerlPatchesError
+from verl_patches.git import Git
+from verl_patches.layout import UPSTREAM_FILE, Project
+from verl_patches.tree import BuildTree
+from verl_patches.trial import apply_each, scratch_tree
+
+WORKING_COPY = "."
+
+
+def build_parser():
+    p = parser("range-diff", "Compare two versions of the series (refs of this repository; '.' is the working copy).")
+    p.add_argument("old", help="a ref of this repository, e.g. origin/main, v1, HEAD~3")
+    p.add_argument("new", nargs="?", default=WORKING_COPY, help="another ref (default: the working copy)")
+    return p
+
+
+def materialise(project: Project, ref: str, dest: Path) -> Project:
+    """A minimal project (upstream.toml + patches/) holding the series as ref has it."""
+    if ref == WORKING_COPY:
+        return project
+    git = Git(project.root)
+    if not git.rev(ref):
+        raise VerlPatchesError(f"{ref!r} is not a commit of {project.root}")
+    (dest / "patches").mkdir(parents=True)
+    (dest / UPSTREAM_FILE).write_bytes(git.run("show", f"{ref}:{UPSTREAM_FILE}").stdout)
+    listing = git.out("ls-tree", "--name-only", f"{ref}:patches")
+    for name in listing.splitlines():
+        (dest / "patches" / name).write_bytes(git.run("show", f"{ref}:patches/{name}").stdout)
+    return Project(dest)
+
+
+def applied_range(project: Project, version_of: Project, main: BuildTree) -> tuple[str, str]:
+    upstream = version_of.load_upstream()
+    series = version_of.load_series()
+    with scratch_tree(main, upstream, project.cache_dir) as tree:
+        base = tree.head()
+        apply_each(tree, [(name, version_of.patch_path(name)) for name in series.names])
+        head = tree.head()
+        # Keep the commits reachable while range-diff runs (and for later inspection).
+        main.git.run("update-ref", f"refs/range-diff/{head}", head)
+    assert base and head
+    return base, head
+
+
+@reports_errors
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = project_of(args)
+    main_tree = BuildTree(project.tree_dir)
+    if not main_tree.exists():
+        raise VerlPatchesError(f"no build tree at {main_tree.path}: run `verl-patches apply` first")
+    with tempfile.TemporaryDirectory(prefix="verl-patches-range-diff-") as tmp:
+        old = materialise(project, args.old, Path(tmp) / "old")
+        new = materialise(project, args.new, Path(tmp) / "new")
+        old_base, old_head = applied_range(project, old, main_tree)
+        new_base, new_head = applied_range(project, new, main_tree)
+    proc = main_tree.git.run(
+        "range-diff", "--no-color", f"{old_base}..{old_head}", f"{new_base}..{new_head}", check=True
+    )
+    sys.stdout.write(proc.stdout.decode(errors="replace"))
+    return 0

@@ -1,0 +1,220 @@
+"""verl-patches rebase --onto VERSION: replay the series on a newer verl sdist and classify every patch."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
+from verl_patches.commands.table import render
+from verl_patches.errors import PatchApplyError, VerlPatchesError
+from verl_patches.layout import Project
+from verl_patches.model.patch import Patch
+from verl_patches.model.status import EXEMPT_TRAILER, TRAILER
+from verl_patches.model.upstream import Upstream
+from verl_patches.pytest_runner import PytestRunner
+from verl_patches.sdist import fetch, sha256_of, verify
+from verl_patches.sync import write_export
+from verl_patches.tree import BuildTree
+from verl_patches.trial import apply_each, linked_worktree
+from verl_patches.venv import ensure, requirements_stamp
+
+CLEAN = "applies cleanly"
+UPSTREAM = "already upstream"
+PARTLY = "partly upstream"
+CONFLICT = "conflict"
+TESTS_ONLY = "fixed upstream: carried as tests only"
+
+
+@dataclass
+class Outcome:
+    patch: Patch
+    result: str
+    detail: str = ""
+    tests_on_new_base: str = "-"
+    carried: str = "as is"
+    resolved: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+def build_parser():
+    p = parser("rebase", "Replay the series onto a newer verl sdist; report clean / upstream / partly / conflict.")
+    p.add_argument("--onto", required=True, metavar="VERSION", help="the newer verl release, e.g. 0.9.1")
+    p.add_argument("--sha256", help="expected sha256 of the new sdist (default: trust the first download, and say so)")
+    p.add_argument("--report", metavar="FILE", help="also write the report as Markdown to FILE")
+    p.add_argument("--write", action="store_true", help="update upstream.toml and patches/ when nothing is unresolved")
+    return p
+
+
+def changed_lines(diff: str) -> int:
+    return sum(
+        1 for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")) and line != "---"
+    )
+
+
+def fetch_new(project: Project, version: str, expected: str | None, log) -> tuple[Upstream, Path, str]:
+    old = project.load_upstream()
+    placeholder = Upstream(name=old.name, version=version, sha256=expected or "0" * 64)
+    path = project.cache_dir / placeholder.sdist_filename
+    if expected:
+        sdist = fetch(placeholder, project.cache_dir, log=log)
+        return placeholder, sdist, "verified against --sha256"
+    if not path.exists():
+        try:
+            fetch(placeholder, project.cache_dir, log=log)
+        except VerlPatchesError as exc:
+            if not path.exists():
+                raise
+            del exc  # the placeholder hash cannot match; the file is now cached
+    actual = sha256_of(path)
+    upstream = Upstream(name=old.name, version=version, sha256=actual)
+    verify(path, actual)
+    return upstream, path, "not pinned before: recorded from the download (check it against PyPI)"
+
+
+def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patches: list[Patch], runner, version, log):
+    outcomes = []
+    for patch in patches:
+        patch_file = project.patch_path(patch.name)
+        before = tree.head()
+        log(f"replaying {patch.name}")
+        try:
+            changed = apply_each_once(tree, patch.name, patch_file)
+        except PatchApplyError as exc:
+            outcome = Outcome(patch, CONFLICT, exc.detail.replace("\n", "; "), resolved=False)
+            if tree.ok_reverse(patch_file):
+                outcome = Outcome(patch, UPSTREAM, "the patch reverse-applies on the new base", carried="dropped")
+        else:
+            if not changed:
+                outcome = Outcome(patch, UPSTREAM, "the patch became empty", carried="dropped")
+            else:
+                old = changed_lines(tree.git.out("show", "--format=", old_commits[patch.name]))
+                new = changed_lines(tree.git.out("show", "--format=", "HEAD"))
+                if new < old:
+                    left = tree.git.out("show", "--stat=100", "--format=", "HEAD")
+                    outcome = Outcome(patch, PARTLY, f"{new} of {old} changed lines left: {left.strip()}")
+                else:
+                    outcome = Outcome(patch, CLEAN)
+        if outcome.result in (CONFLICT, PARTLY):
+            tree.git.run("reset", "--quiet", "--hard", before)
+            carry_tests_only(tree, patch, old_commits[patch.name], outcome, runner, version)
+            if outcome.result == PARTLY and outcome.carried != TESTS_ONLY:
+                apply_each_once(tree, patch.name, patch_file)  # keep what is left of it
+        outcomes.append(outcome)
+    return outcomes
+
+
+def apply_each_once(tree: BuildTree, name: str, path: Path) -> bool:
+    try:
+        apply_each(tree, [(name, path)])
+    except PatchApplyError as exc:
+        if "changes nothing" in exc.detail:
+            return False
+        raise
+    return True
+
+
+def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runner, version: str) -> None:
+    """Run the patch's CPU tests on the new base without its code; if they pass, keep them as a tests-only patch."""
+    tests = patch.tests_matching("_on_cpu.py")
+    outside = [f for f in patch.files if not f.startswith("verl/") and f not in patch.deleted_files]
+    if not tests:
+        outcome.tests_on_new_base = "no CPU tests"
+        return
+    tree.git.run("checkout", old_commit, "--", *outside)
+    rc = runner.run(tree, tests)
+    if rc != 0:
+        outcome.tests_on_new_base = f"fail (pytest exit {rc})"
+        tree.git.run("reset", "--quiet", "--hard")
+        return
+    outcome.tests_on_new_base = "pass"
+    ref = ""
+    status = patch.upstream_status
+    if status and status.kind in ("Backport", "Submitted"):
+        ref = " " + status.value.split(" ", 1)[1]
+    message = tests_only_message(patch, f"Fixed-in {version}{ref}", version)
+    tree.git.run("commit", "--quiet", "--no-verify", "-F", "-", input=message.encode())
+    outcome.carried = TESTS_ONLY
+    outcome.resolved = True
+    outcome.notes.append("upstream fixed the bug in its own way: its tests pass on the new base without the code")
+
+
+def tests_only_message(patch: Patch, status: str, version: str) -> str:
+    subject = re.sub(r"\] (feat|fix|refactor|chore|perf): ", "] test: ", patch.subject, count=1)
+    lines = [line for line in patch.body.splitlines() if not re.match(rf"^({TRAILER}|{EXEMPT_TRAILER}):", line)]
+    body = "\n".join(lines).rstrip()
+    note = (
+        f"Rebased onto verl {version}: upstream fixed this in its own way, so this patch keeps only its tests, "
+        "which pass on that release and guard the fix."
+    )
+    exempt = f"{EXEMPT_TRAILER}: tests of a fix that is upstream in verl {version}"
+    return f"{subject}\n\n{body}\n\n{note}\n\n{TRAILER}: {status}\n{exempt}\n"
+
+
+def report(old: Upstream, new: Upstream, provenance: str, outcomes: list[Outcome], took: float) -> str:
+    rows = [["#", "patch", "result", "tests on new base", "carried forward"]]
+    for n, o in enumerate(outcomes, start=1):
+        rows.append([str(n), o.patch.subject, o.result, o.tests_on_new_base, o.carried])
+    details = []
+    for o in outcomes:
+        if o.detail or o.notes:
+            details.append(f"- `{o.patch.name}`: " + "; ".join(filter(None, [o.detail, *o.notes])))
+    unresolved = [o for o in outcomes if not o.resolved]
+    lines = [
+        f"# Rebase of the series from verl {old.version} onto verl {new.version}",
+        "",
+        f"- new sdist sha256: `{new.sha256}` ({provenance})",
+        f"- {len(outcomes)} patch(es); unresolved: {len(unresolved)}; wall time {took:.0f} s",
+        "",
+        "```",
+        render(rows),
+        "```",
+        "",
+        *(["Details:", "", *details, ""] if details else []),
+    ]
+    return "\n".join(lines)
+
+
+@reports_errors
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = project_of(args)
+    start = time.monotonic()
+    old = project.load_upstream()
+    main_tree = BuildTree(project.tree_dir)
+    base = main_tree.import_commit(old)
+    if not base:
+        raise VerlPatchesError(f"no build tree for {old.tag}: run `verl-patches apply` first")
+    refuse_unexported(project, main_tree, "rebase a series that differs from the build tree")
+    patches = project.load_patches()
+    new, sdist, provenance = fetch_new(project, args.onto, args.sha256, print)
+    python = ensure(project.venv_dir, [project.requirements_path], project.tree_dir)
+    stamp = requirements_stamp([project.requirements_path])
+    runner = PytestRunner(python=python, cache_path=project.build_dir / "prove-cache.json", env_stamp=stamp)
+    branch = f"rebase/{new.version}"
+    with linked_worktree(main_tree, base, branch=branch) as tree:
+        old_commits = dict(
+            zip(
+                [p.name for p in patches],
+                apply_each(tree, [(p.name, project.patch_path(p.name)) for p in patches]),
+                strict=True,
+            )
+        )
+        new_base = tree.import_sdist(new, sdist, parent=base, tag=False)
+        outcomes = replay(project, tree, old_commits, patches, runner, new.version, print)
+        text = report(old, new, provenance, outcomes, time.monotonic() - start)
+        print(text)
+        if args.report:
+            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.report).write_text(text + "\n", encoding="utf-8")
+        unresolved = [o for o in outcomes if not o.resolved]
+        if args.write:
+            if unresolved:
+                raise VerlPatchesError(f"--write refused: {len(unresolved)} patch(es) conflict; nothing was written")
+            write_export(project, tree.export(new_base))
+            project.upstream_path.write_text(new.to_toml(), encoding="utf-8")
+            print(f"wrote upstream.toml ({new.version}) and patches/; run `verl-patches apply --force` to rebuild")
+    print(f"the replayed series is kept on branch {branch} of {project.tree_dir}")
+    return 1 if unresolved else 0

@@ -1,0 +1,180 @@
+"""prove, rebase and range-diff on a synthetic upstream whose tests run in this interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import make_sdist, sha256
+
+BUGGY = "def clamp(x):\n    return x\n"
+FIXED = "def clamp(x):\n    return max(x, 0)\n"
+UPSTREAM_OWN_FIX = "def clamp(x):\n    if x < 0:\n        return 0\n    return x\n"
+CPU_TEST = (
+    "from verl.models.clamp import clamp\n\n\ndef test_clamp():\n    assert clamp(-1) == 0\n    assert clamp(3) == 3\n"
+)
+GPU_TEST = "import pytest\n\npytest.skip('needs CUDA', allow_module_level=True)\n"
+
+
+def message(subject: str, status: str = "Pending", extra: str = "") -> str:
+    return f"{subject}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: {status}\n{extra}"
+
+
+@pytest.fixture
+def lifecycle(checkout, monkeypatch):
+    monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
+    make_sdist(checkout.cache, "1.0.0", {"verl/models/clamp.py": BUGGY})
+    checkout.pin("1.0.0", sha256(checkout.cache / "verl-1.0.0.tar.gz"))
+    assert checkout.cli("apply") == 0
+    return checkout
+
+
+def commit_files(checkout, files: dict[str, str], msg: str) -> None:
+    for path, text in files.items():
+        target = checkout.tree / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        checkout.user_git("add", path)
+    checkout.user_git("commit", "-q", "-F", "-", input=msg)
+
+
+def add_clamp_fix(checkout, status="Backport verl-project/verl#1"):
+    commit_files(
+        checkout,
+        {
+            "verl/models/clamp.py": FIXED,
+            "tests/models/test_clamp_on_cpu.py": CPU_TEST,
+            "tests/models/test_clamp_on_gpu.py": GPU_TEST,
+        },
+        message("[megatron] fix: clamp negative values", status),
+    )
+
+
+def test_prove_accepts_a_proven_patch_and_caches(lifecycle, capsys):
+    add_clamp_fix(lifecycle)
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("prove") == 0
+    out = capsys.readouterr().out
+    row = [ln for ln in out.splitlines() if "test_clamp_on_cpu.py" in ln][0]
+    assert row.split()[-3:] == ["yes", "yes", "-"]
+    assert "0 with violations; 2 pytest run(s), 0 cached" in out
+    assert lifecycle.cli("prove") == 0
+    assert "0 pytest run(s), 2 cached" in capsys.readouterr().out
+
+
+def test_prove_rejects_tests_that_pass_without_the_fix(lifecycle, capsys):
+    commit_files(
+        lifecycle,
+        {
+            "verl/models/clamp.py": BUGGY + "\n# a comment\n",
+            "tests/models/test_clamp_on_cpu.py": CPU_TEST.replace("clamp(-1) == 0", "clamp(-1) == -1"),
+            "tests/models/test_clamp_on_gpu.py": GPU_TEST,
+        },
+        message("[megatron] fix: a fix whose test cannot fail"),
+    )
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("prove") == 1
+    out = capsys.readouterr().out
+    assert "do not fail without its code" in out
+
+
+def test_prove_rejects_a_series_that_is_not_bisectable(lifecycle, capsys):
+    add_clamp_fix(lifecycle)
+    commit_files(
+        lifecycle,
+        {
+            "verl/models/clamp.py": BUGGY + "\n\ndef other():\n    return 1\n",
+            "tests/models/test_other_on_cpu.py": "from verl.models.clamp import other\n\n\ndef test_other():\n"
+            "    assert other() == 1\n",
+            "tests/models/test_other_on_gpu.py": GPU_TEST,
+        },
+        message("[megatron] feat: add other (and break clamp)"),
+    )
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("prove") == 1
+    out = capsys.readouterr().out
+    assert "earlier patches' tests fail after it" in out
+
+
+def test_exempt_patch_skips_the_failing_step(lifecycle, capsys):
+    commit_files(
+        lifecycle,
+        {"tests/models/test_guard_on_cpu.py": "def test_guard():\n    assert True\n"},
+        message("[tests] test: guard", extra="Prove-Exempt: tests of behaviour verl already has\n"),
+    )
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("prove") == 0
+    assert "exempt" in capsys.readouterr().out
+
+
+def test_rebase_classifies_and_carries_tests_of_fixes_made_upstream(lifecycle, tmp_path, capsys):
+    add_clamp_fix(lifecycle)
+    commit_files(
+        lifecycle,
+        {"verl/notes.py": "NOTE = 1\n", "tests/models/test_notes_on_cpu.py": "def test_n():\n    pass\n",
+         "tests/models/test_notes_on_gpu.py": GPU_TEST},
+        message("[misc] feat: add notes"),
+    )  # fmt: skip
+    commit_files(lifecycle, {"verl/extra.py": "EXTRA = 2\n"}, message("[misc] feat: add extra"))
+    assert lifecycle.cli("export") == 0
+    # 1.1.0 fixed clamp in its own way and took "extra" verbatim.
+    new = make_sdist(
+        tmp_path / "new", "1.1.0", {"verl/models/clamp.py": UPSTREAM_OWN_FIX, "verl/extra.py": "EXTRA = 2\n"}
+    )
+    (lifecycle.cache / new.name).write_bytes(new.read_bytes())
+    report = tmp_path / "report.md"
+    capsys.readouterr()
+    rc = lifecycle.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--report", str(report), "--write")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    text = report.read_text()
+    rows = {ln.split("  ")[1].strip(): ln for ln in text.splitlines() if ln[:1].isdigit()}
+    assert "conflict" in rows["[megatron] fix: clamp negative values"]
+    assert "fixed upstream: carried as tests only" in rows["[megatron] fix: clamp negative values"]
+    assert "applies cleanly" in rows["[misc] feat: add notes"]
+    assert "already upstream" in rows["[misc] feat: add extra"]
+    assert 'version = "1.1.0"' in (lifecycle.root / "upstream.toml").read_text()
+    names = [n for n in lifecycle.patches() if n != "series"]
+    assert names == ["megatron-test-clamp-negative-values.patch", "misc-feat-add-notes.patch"]
+    carried = (lifecycle.root / "patches" / names[0]).read_text()
+    assert "Upstream-Status: Fixed-in 1.1.0 verl-project/verl#1" in carried
+    assert "verl/models/clamp.py" not in carried and "tests/models/test_clamp_on_cpu.py" in carried
+    # The rewritten series is a valid, applying series on the new base.
+    assert lifecycle.cli("apply", "--force") == 0
+    assert lifecycle.cli("check") == 0
+
+
+def test_rebase_write_refuses_unresolved_conflicts(lifecycle, tmp_path, capsys):
+    add_clamp_fix(lifecycle)
+    assert lifecycle.cli("export") == 0
+    # 1.1.0 changed clamp incompatibly and did not fix the bug: the patch's tests fail there.
+    new = make_sdist(tmp_path / "new", "1.1.0", {"verl/models/clamp.py": "def clamp(x):\n    return x * 1\n"})
+    (lifecycle.cache / new.name).write_bytes(new.read_bytes())
+    before = lifecycle.patches()
+    capsys.readouterr()
+    assert lifecycle.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write") == 1
+    captured = capsys.readouterr()
+    assert "conflict" in captured.out and "fail (pytest exit 1)" in captured.out
+    assert "--write refused" in captured.err
+    assert lifecycle.patches() == before
+    assert 'version = "1.0.0"' in (lifecycle.root / "upstream.toml").read_text()
+
+
+def test_range_diff_between_two_refs(lifecycle, capsys):
+    add_clamp_fix(lifecycle)
+    assert lifecycle.cli("export") == 0
+    project = ["git", "-C", str(lifecycle.root)]
+    subprocess.run([*project, "init", "-q"], check=True)
+    subprocess.run([*project, "add", "-A"], check=True)
+    subprocess.run([*project, "commit", "-qm", "v1"], check=True)
+    lifecycle.user_git("commit", "-q", "--amend", "-F", "-", input=message("[megatron] fix: clamp negative values v2"))
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("range-diff", "HEAD") == 0
+    out = capsys.readouterr().out
+    assert "1:" in out and "! 1:" in out and "clamp negative values v2" in out
