@@ -1,0 +1,69 @@
+"""Wall times of the tool's main operations on the real, cached verl sdist. Prints figures; asserts nothing.
+
+    python benchmarks/bench_tool.py                # apply (cold, warm), export, check, prove (cached)
+    python benchmarks/bench_tool.py --prove-cold   # also a full prove with an empty cache
+    python benchmarks/bench_tool.py --fresh-clone  # also `make test` in a fresh clone (minutes)
+
+Runs in a temporary build folder (VERL_PATCHES_BUILD_DIR), so build/ of the checkout is not touched;
+the tests run with the checkout's build/venv when it exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = [sys.executable, "-m", "verl_patches"]
+
+
+def timed(label: str, cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    took = time.monotonic() - start
+    status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+    print(f"{label:<44} {took:8.2f} s  ({status})", flush=True)
+    if proc.returncode != 0:
+        print((proc.stdout + proc.stderr)[-2000:])
+    return took
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--prove-cold", action="store_true")
+    parser.add_argument("--fresh-clone", action="store_true")
+    args = parser.parse_args()
+    series = [ln for ln in (ROOT / "patches/series").read_text().splitlines() if ln and not ln.startswith("#")]
+    print(f"series: {len(series)} patch(es); cores: {os.cpu_count()}")
+    with tempfile.TemporaryDirectory(prefix="verl-patches-bench-") as tmp:
+        build = Path(tmp) / "build"
+        env = {**os.environ, "VERL_PATCHES_BUILD_DIR": str(build)}
+        venv_python = ROOT / "build/venv/bin/python"
+        if venv_python.exists():
+            env["VERL_PATCHES_PYTHON"] = str(venv_python)
+        timed("apply (cold: import sdist + git am)", [*TOOL, "apply"], env)
+        timed("apply (warm: reset to import + git am)", [*TOOL, "apply"], env)
+        timed("export (no change)", [*TOOL, "export"], env)
+        timed("check (lint + trial apply + compare)", [*TOOL, "check"], env)
+        if args.prove_cold:
+            timed("prove (empty cache)", [*TOOL, "prove", "--no-cache"], env)
+        shutil.copy(ROOT / "build/prove-cache.json", build / "prove-cache.json") if (
+            ROOT / "build/prove-cache.json"
+        ).exists() else None
+        timed("prove (cached)", [*TOOL, "prove"], env)
+        if args.fresh_clone:
+            clone = Path(tmp) / "clone"
+            subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+            fresh = {k: v for k, v in os.environ.items() if not k.startswith("VERL_PATCHES_")}
+            timed("make test (fresh clone, new venvs)", ["make", "test"], fresh, cwd=clone)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
