@@ -1,10 +1,11 @@
-"""Run pytest on files of a work tree in build/venv, caching the exit status by git tree id."""
+"""Run pytest on files of a work tree in build/venv, caching the outcome by git tree id."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,19 @@ from verl_patches.tree import BuildTree
 
 # pytest exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors), 5 nothing collected.
 FAILED_CODES = (1, 2)
+_FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+_SUMMARY_LINE = re.compile(r"^=*\s*(.*\d+ (?:passed|failed|error|errors|skipped|deselected).*?)\s*=*$", re.M)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    failed: tuple[str, ...] = ()
+    summary: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.returncode == 0
 
 
 @dataclass
@@ -22,7 +36,7 @@ class PytestRunner:
     env_stamp: str = ""
     runs: int = 0
     cached: int = 0
-    _cache: dict[str, int] = field(default_factory=dict)
+    _cache: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cache_path.exists():
@@ -31,18 +45,26 @@ class PytestRunner:
             except json.JSONDecodeError:
                 self._cache = {}
 
-    def run(self, tree: BuildTree, files: list[str]) -> int:
-        """Exit status of pytest over files in tree's current index state."""
+    def outcome(self, tree: BuildTree, files: list[str]) -> Outcome:
+        """pytest over files in tree's current index state: exit status, failing test ids, summary line."""
         tree_id = tree.git.out("write-tree")
         key = hashlib.sha256("\0".join([tree_id, self.env_stamp, *files]).encode()).hexdigest()
-        if key in self._cache:
+        entry = self._cache.get(key)
+        if isinstance(entry, dict):
             self.cached += 1
-            return self._cache[key]
+            return Outcome(entry["rc"], tuple(entry["failed"]), entry["summary"])
         self.runs += 1
         env = {**os.environ, "PYTHONPATH": str(tree.path), "PYTHONDONTWRITEBYTECODE": "1"}
-        cmd = [str(self.python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=900", *files]
+        cmd = [str(self.python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", "--timeout=900", *files]
         proc = subprocess.run(cmd, cwd=tree.path, env=env, capture_output=True, text=True)
-        self._cache[key] = proc.returncode
+        summaries = _SUMMARY_LINE.findall(proc.stdout)
+        result = Outcome(
+            proc.returncode, tuple(dict.fromkeys(_FAILED_LINE.findall(proc.stdout))), summaries[-1] if summaries else ""
+        )
+        self._cache[key] = {"rc": result.returncode, "failed": list(result.failed), "summary": result.summary}
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         self.cache_path.write_text(json.dumps(self._cache, indent=0, sort_keys=True))
-        return proc.returncode
+        return result
+
+    def run(self, tree: BuildTree, files: list[str]) -> int:
+        return self.outcome(tree, files).returncode

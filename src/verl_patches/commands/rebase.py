@@ -83,7 +83,9 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
         try:
             changed = apply_each_once(tree, patch.name, patch_file)
         except PatchApplyError as exc:
-            outcome = Outcome(patch, CONFLICT, exc.detail.replace("\n", "; "), resolved=False)
+            outcome = Outcome(
+                patch, CONFLICT, exc.detail.replace("\n", "; "), resolved=False, carried="no: port by hand"
+            )
             if tree.ok_reverse(patch_file):
                 outcome = Outcome(patch, UPSTREAM, "the patch reverse-applies on the new base", carried="dropped")
         else:
@@ -94,7 +96,9 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
                 new = changed_lines(tree.git.out("show", "--format=", "HEAD"))
                 if new < old:
                     left = tree.git.out("show", "--stat=100", "--format=", "HEAD")
-                    outcome = Outcome(patch, PARTLY, f"{new} of {old} changed lines left: {left.strip()}")
+                    outcome = Outcome(
+                        patch, PARTLY, f"{new} of {old} changed lines left: {left.strip()}", carried="what is left"
+                    )
                 else:
                     outcome = Outcome(patch, CLEAN)
         if outcome.result in (CONFLICT, PARTLY):
@@ -124,12 +128,19 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
         outcome.tests_on_new_base = "no CPU tests"
         return
     tree.git.run("checkout", old_commit, "--", *outside)
-    rc = runner.run(tree, tests)
-    if rc != 0:
-        outcome.tests_on_new_base = f"fail (pytest exit {rc})"
+    result = runner.outcome(tree, tests)
+    if not result.passed:
+        outcome.tests_on_new_base = f"fail ({result.summary or f'pytest exit {result.returncode}'})"
+        shown = ", ".join(t.split("::", 1)[-1] for t in result.failed[:12])
+        more = f" and {len(result.failed) - 12} more" if len(result.failed) > 12 else ""
+        outcome.notes.append(
+            "still needed on the new base: its tests fail there without its code"
+            + (f" ({shown}{more})" if shown else "")
+            + "; port it by hand in the build tree"
+        )
         tree.git.run("reset", "--quiet", "--hard")
         return
-    outcome.tests_on_new_base = "pass"
+    outcome.tests_on_new_base = f"pass ({result.summary})" if result.summary else "pass"
     ref = ""
     status = patch.upstream_status
     if status and status.kind in ("Backport", "Submitted"):
