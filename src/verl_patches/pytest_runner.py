@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_patches.tree import BuildTree
+from verl_patches.venv import run_env
 
 # pytest exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors), 5 nothing collected.
 FAILED_CODES = (1, 2)
@@ -54,7 +54,7 @@ class PytestRunner:
             self.cached += 1
             return Outcome(entry["rc"], tuple(entry["failed"]), entry["summary"])
         self.runs += 1
-        env = {**os.environ, "PYTHONPATH": str(tree.path), "PYTHONDONTWRITEBYTECODE": "1"}
+        env = run_env(self.python, {"PYTHONPATH": str(tree.path), "PYTHONDONTWRITEBYTECODE": "1"})
         cmd = [str(self.python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", "--timeout=900", *files]
         proc = subprocess.run(cmd, cwd=tree.path, env=env, capture_output=True, text=True)
         summaries = _SUMMARY_LINE.findall(proc.stdout)

@@ -57,6 +57,13 @@ def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
     return python
 
 
+def run_env(python: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for commands of the venv: its bin/ first on PATH (tests find shellcheck there)."""
+    env = {**os.environ, **(extra or {})}
+    env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
+    return env
+
+
 def _run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:

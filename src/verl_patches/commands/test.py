@@ -8,7 +8,7 @@ from verl_patches.commands.common import apply_series, parser, project_of, repor
 from verl_patches.errors import VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.tree import BuildTree
-from verl_patches.venv import ensure
+from verl_patches.venv import ensure, run_env
 
 
 def build_parser():
@@ -32,7 +32,7 @@ def series_tests(project: Project, suffix: str) -> list[str]:
 def run_pytest(python, tree: BuildTree, targets: list[str], extra: list[str]) -> int:
     cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--timeout=900", *extra, *targets]
     print("+ " + " ".join(cmd), flush=True)
-    return subprocess.run(cmd, cwd=tree.path).returncode
+    return subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
 
 
 @reports_errors
