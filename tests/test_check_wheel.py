@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import zipfile
 
 from conftest import GOOD_MESSAGE
@@ -90,3 +91,14 @@ def test_wheel_refuses_unexported_work(checkout, capsys):
     capsys.readouterr()
     assert checkout.cli("wheel") == 1
     assert "refusing to build a wheel" in capsys.readouterr().err
+
+
+def test_check_without_a_build_tree_lints_and_trial_applies(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+
+    shutil.rmtree(checkout.root / "build")
+    capsys.readouterr()
+    assert checkout.cli("check") == 0  # a fresh clone: nothing un-exported to compare with
+    assert "no findings" in capsys.readouterr().out

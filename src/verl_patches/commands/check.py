@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError
+from verl_patches.layout import Project
 from verl_patches.lint import Finding, lint_patch, lint_series
 from verl_patches.model.patch import Patch
+from verl_patches.model.series import Series
+from verl_patches.model.upstream import Upstream
 from verl_patches.sync import export_differences
 from verl_patches.tree import BuildTree
 from verl_patches.trial import scratch_tree, trial_apply
@@ -17,59 +20,56 @@ def build_parser():
     return p
 
 
-def collect(project, apply: bool = True) -> list[Finding]:
-    series = project.load_series()
+def lint_files(project: Project, series: Series) -> list[Finding]:
     on_disk = project.patch_files_on_disk()
     findings = lint_series(series, on_disk)
-    present = [name for name in dict.fromkeys(series.names) if name in on_disk]
-    for name in present:
+    for name in [name for name in dict.fromkeys(series.names) if name in on_disk]:
         try:
             patch = Patch.parse(name, project.patch_path(name).read_bytes())
         except ConfigError as exc:
             findings.append(Finding(name, "format", str(exc), "re-export it with `verl-patches export`"))
             continue
         findings.extend(lint_patch(patch))
-    if not apply or findings and any(f.rule.startswith("series-") for f in findings):
+    return findings
+
+
+def check_applies(project: Project, series: Series, upstream: Upstream) -> list[Finding]:
+    with scratch_tree(BuildTree(project.tree_dir), upstream, project.cache_dir) as trial:
+        failure = trial_apply(trial, [(name, project.patch_path(name)) for name in series.names])
+    if not failure:
+        return []
+    detail = failure.detail.replace("\n", " | ")
+    return [Finding(failure.patch, "applies", detail, "rebase the patch in build/verl and export")]
+
+
+def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
+    """patches/ must be what `export` would write; no build tree means nothing to lose."""
+    tree = BuildTree(project.tree_dir)
+    if not tree.exists() or not tree.head():
+        return []
+    base = tree.import_commit(upstream)
+
+    def finding(what: str, todo: str = "run `verl-patches apply`") -> Finding:
+        return Finding("build/verl", "up-to-date", what, todo)
+
+    if not base:
+        return [finding(f"the build tree is not on {upstream.tag}")]
+    if tree.dirty_paths():
+        return [finding("the build tree has uncommitted changes", "commit and export them, or discard them")]
+    if tree.git.out("merge-base", base, "HEAD") != base:
+        return [finding(f"HEAD is not above {upstream.tag}")]
+    todo = "run `verl-patches export` (or `apply` to drop tree commits)"
+    return [finding(diff, todo) for diff in export_differences(project, tree.export(base))]
+
+
+def collect(project: Project, apply: bool = True) -> list[Finding]:
+    series = project.load_series()
+    findings = lint_files(project, series)
+    if not apply or any(f.rule.startswith("series-") for f in findings):
         return findings
     upstream = project.load_upstream()
-    main = BuildTree(project.tree_dir)
-    with scratch_tree(main, upstream, project.cache_dir) as trial:
-        failure = trial_apply(trial, [(name, project.patch_path(name)) for name in series.names])
-    if failure:
-        findings.append(
-            Finding(
-                failure.patch,
-                "applies",
-                failure.detail.replace("\n", " | "),
-                "rebase the patch in build/verl and export",
-            )
-        )
-        return findings
-    tree = BuildTree(project.tree_dir)
-    base = tree.import_commit(upstream)
-    if not base:
-        findings.append(
-            Finding("build/verl", "up-to-date", "no build tree for this upstream", "run `verl-patches apply`")
-        )
-    elif tree.dirty_paths():
-        findings.append(
-            Finding(
-                "build/verl",
-                "up-to-date",
-                "the build tree has uncommitted changes",
-                "commit and export them, or discard them",
-            )
-        )
-    elif tree.git.out("merge-base", base, "HEAD") != base:
-        findings.append(
-            Finding("build/verl", "up-to-date", "HEAD is not above the upstream import", "run `verl-patches apply`")
-        )
-    else:
-        for diff in export_differences(project, tree.export(base)):
-            findings.append(
-                Finding("build/verl", "up-to-date", diff, "run `verl-patches export` (or `apply` to drop tree commits)")
-            )
-    return findings
+    applies = check_applies(project, series, upstream)
+    return findings + (applies or check_up_to_date(project, upstream))
 
 
 @reports_errors
