@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TOOL := $(BIN)/verl-patches
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all build tool apply check wheel table test test-tool test-series lint prove bench clean distclean
+.PHONY: all build tool apply check wheel table test test-tool test-series test-wheel lint prove bench clean distclean
 
 all: build
 
@@ -25,13 +25,25 @@ build: tool
 apply check wheel table prove: tool
 	$(TOOL) $@
 
-test: lint test-tool test-series
+test: lint test-tool test-series test-wheel
 
 test-tool: tool
 	$(BIN)/python -m pytest tests
 
 test-series: tool
 	$(TOOL) test
+
+# The patched wheel imports and composes the Megatron trainer config (no GPU, no ray start).
+test-wheel: test-series
+	rm -rf build/wheel-check
+	$(TOOL) wheel --outdir build/wheel-check
+	$(BIN)/python -m zipfile -e build/wheel-check/verl-*.whl build/wheel-check/site
+	PYTHONPATH=$(CURDIR)/build/wheel-check/site build/venv/bin/python -c \
+		"import verl, sys; sys.exit(0 if '/wheel-check/site/' in verl.__file__ else 'verl not from the wheel')"
+	PYTHONPATH=$(CURDIR)/build/wheel-check/site build/venv/bin/python -m verl.trainer.main_ppo \
+		--config-name ppo_megatron_trainer --cfg job > build/wheel-check/job.yaml
+	grep -q '^actor_rollout_ref:' build/wheel-check/job.yaml
+	@echo "wheel check: $$(ls build/wheel-check/*.whl) composes ppo_megatron_trainer"
 
 lint: tool
 	$(BIN)/pre-commit run --all-files --show-diff-on-failure --color=never
