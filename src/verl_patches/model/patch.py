@@ -50,7 +50,7 @@ class Patch:
         return cls(
             name=name,
             subject=" ".join(subject.split()),
-            author=_decode(headers.get("From", "")),
+            author=" ".join(_decode(headers.get("From", "")).split()),
             date=headers.get("Date", ""),
             body=message.strip("\n"),
             trailers=parse_trailers(message),
