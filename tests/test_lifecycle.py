@@ -178,3 +178,16 @@ def test_range_diff_between_two_refs(lifecycle, capsys):
     assert lifecycle.cli("range-diff", "HEAD") == 0
     out = capsys.readouterr().out
     assert "1:" in out and "! 1:" in out and "clamp negative values v2" in out
+
+
+def test_rebase_without_a_pin_records_the_downloaded_hash(lifecycle, tmp_path, capsys):
+    notes = message("[misc] feat: add notes", extra="Prove-Exempt: x\n")
+    commit_files(lifecycle, {"verl/notes.py": "NOTE = 1\n"}, notes)
+    assert lifecycle.cli("export") == 0
+    new = make_sdist(tmp_path / "new", "1.1.0")
+    (lifecycle.cache / new.name).write_bytes(new.read_bytes())
+    capsys.readouterr()
+    assert lifecycle.cli("rebase", "--onto", "1.1.0") == 0
+    out = capsys.readouterr().out
+    assert f"`{sha256(new)}` (not pinned before: recorded from the download" in out
+    assert "applies cleanly" in out

@@ -28,14 +28,10 @@ def verify(path: Path, expected: str) -> None:
         raise HashMismatchError(str(path), expected, actual)
 
 
-def fetch(upstream: Upstream, cache_dir: Path, log=print) -> Path:
-    """Return the verified sdist in the cache, downloading it with pip when it is not there yet.
-
-    A cached file with the wrong hash is reported and left untouched: it is never overwritten.
-    """
+def download(upstream: Upstream, cache_dir: Path, log=print) -> Path:
+    """The sdist in the cache, downloaded with pip when it is not there yet. Not verified here."""
     target = cache_dir / upstream.sdist_filename
     if target.exists():
-        verify(target, upstream.sha256)
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
     log(f"downloading {upstream.name}=={upstream.version} (sdist) with pip")
@@ -50,8 +46,16 @@ def fetch(upstream: Upstream, cache_dir: Path, log=print) -> Path:
             raise VerlPatchesError(
                 f"pip could not download {upstream.name}=={upstream.version} as an sdist:\n{proc.stderr.strip()}"
             )
-        source = downloaded[0]
-        shutil.move(str(source), target)
+        shutil.move(str(downloaded[0]), target)
+    return target
+
+
+def fetch(upstream: Upstream, cache_dir: Path, log=print) -> Path:
+    """The verified sdist: downloaded into the cache when missing, then checked against the pin.
+
+    A cached file with the wrong hash is reported and left untouched: it is never overwritten.
+    """
+    target = download(upstream, cache_dir, log=log)
     verify(target, upstream.sha256)
     return target
 

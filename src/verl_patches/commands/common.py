@@ -44,7 +44,7 @@ def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
         raise UnexportedWorkError(
             f"refusing to {action}: the build tree holds work that is not in patches/:\n{listing}\n"
             "Commit it in the build tree and run `verl-patches export`, or discard it on purpose with "
-            "`--force` (which first keeps a backup branch and bundle)."
+            "`verl-patches apply --force` (which first keeps a backup branch and bundle)."
         )
 
 

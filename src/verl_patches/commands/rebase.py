@@ -15,7 +15,7 @@ from verl_patches.model.patch import Patch
 from verl_patches.model.status import EXEMPT_TRAILER, TRAILER
 from verl_patches.model.upstream import Upstream
 from verl_patches.pytest_runner import PytestRunner
-from verl_patches.sdist import fetch, sha256_of, verify
+from verl_patches.sdist import download, fetch, sha256_of
 from verl_patches.sync import write_export
 from verl_patches.tree import BuildTree
 from verl_patches.trial import apply_each, linked_worktree
@@ -55,22 +55,12 @@ def changed_lines(diff: str) -> int:
 
 
 def fetch_new(project: Project, version: str, expected: str | None, log) -> tuple[Upstream, Path, str]:
-    old = project.load_upstream()
-    placeholder = Upstream(name=old.name, version=version, sha256=expected or "0" * 64)
-    path = project.cache_dir / placeholder.sdist_filename
+    name = project.load_upstream().name
     if expected:
-        sdist = fetch(placeholder, project.cache_dir, log=log)
-        return placeholder, sdist, "verified against --sha256"
-    if not path.exists():
-        try:
-            fetch(placeholder, project.cache_dir, log=log)
-        except VerlPatchesError as exc:
-            if not path.exists():
-                raise
-            del exc  # the placeholder hash cannot match; the file is now cached
-    actual = sha256_of(path)
-    upstream = Upstream(name=old.name, version=version, sha256=actual)
-    verify(path, actual)
+        upstream = Upstream(name=name, version=version, sha256=expected)
+        return upstream, fetch(upstream, project.cache_dir, log=log), "verified against --sha256"
+    path = download(Upstream(name=name, version=version, sha256="0" * 64), project.cache_dir, log=log)
+    upstream = Upstream(name=name, version=version, sha256=sha256_of(path))
     return upstream, path, "not pinned before: recorded from the download (check it against PyPI)"
 
 
@@ -81,7 +71,7 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
         before = tree.head()
         log(f"replaying {patch.name}")
         try:
-            changed = apply_each_once(tree, patch.name, patch_file)
+            changed = tree.am(patch.name, patch_file)
         except PatchApplyError as exc:
             outcome = Outcome(
                 patch, CONFLICT, exc.detail.replace("\n", "; "), resolved=False, carried="no: port by hand"
@@ -105,19 +95,9 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
             tree.git.run("reset", "--quiet", "--hard", before)
             carry_tests_only(tree, patch, old_commits[patch.name], outcome, runner, version)
             if outcome.result == PARTLY and outcome.carried != TESTS_ONLY:
-                apply_each_once(tree, patch.name, patch_file)  # keep what is left of it
+                tree.am(patch.name, patch_file)  # keep what is left of it
         outcomes.append(outcome)
     return outcomes
-
-
-def apply_each_once(tree: BuildTree, name: str, path: Path) -> bool:
-    try:
-        apply_each(tree, [(name, path)])
-    except PatchApplyError as exc:
-        if "changes nothing" in exc.detail:
-            return False
-        raise
-    return True
 
 
 def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runner, version: str) -> None:
