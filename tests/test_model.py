@@ -32,8 +32,9 @@ def mbox(subject="[megatron] fix: a thing", body=DEFAULT_BODY, files=("verl/a.py
 def test_series_parse_ignores_comments_and_keeps_header():
     series = Series.parse("# head\n# more\n\na.patch\n# mid\nb.patch  # trailing\n")
     assert series.names == ["a.patch", "b.patch"]
-    assert series.header == "# head\n# more\n"
+    assert series.header == "# head\n# more\n\n"
     assert Series.parse(series.format()).names == series.names
+    assert series.format() == "# head\n# more\n\na.patch\n# mid\nb.patch  # trailing\n"
 
 
 def test_series_rejects_bad_names_with_line_number():
@@ -57,12 +58,12 @@ def test_slug_is_a_safe_file_stem(subject):
     assert all(c.isascii() and (c.isalnum() or c == "-") for c in stem)
 
 
-def test_unique_names_disambiguate_in_order():
-    assert unique_names(["[a] fix: x", "[a] fix: x", "[b] fix: y"]) == [
-        "a-fix-x.patch",
-        "a-fix-x-2.patch",
-        "b-fix-y.patch",
-    ]
+def test_unique_names_disambiguate_by_text_not_order():
+    names = unique_names(["[a] fix: x", "[a] fix: x", "[b] fix: y"], ["one", "two", "three"])
+    assert names[2] == "b-fix-y.patch"
+    assert names[0] != names[1] and all(n.startswith("a-fix-x-") for n in names[:2])
+    assert unique_names(["[a] fix: x", "[a] fix: x"], ["two", "one"]) == [names[1], names[0]]
+    assert unique_names(["[a] fix: x", "[a] fix: x"], ["same", "same"])[1].endswith("-2.patch")
 
 
 def test_patch_parse_reads_headers_trailers_and_files():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import os
 import sys
 
-from verl_patches import __version__
+from verl_patches import __version__, lock, signals
+from verl_patches.errors import ConfigError, VerlPatchesError
+from verl_patches.layout import Project
 
 COMMANDS = {
     "apply": ("apply", "materialise build/verl: pinned sdist + patches/series"),
@@ -18,7 +22,11 @@ COMMANDS = {
     "prove": ("prove", "per patch: its tests fail without it and pass with it"),
     "rebase": ("rebase", "replay the series onto a newer verl sdist and classify each patch"),
     "range-diff": ("range_diff", "git range-diff of the series between two refs of this repository"),
+    "backups": ("backups", "list the backups taken before work was discarded, and how to restore them"),
 }
+
+# Commands that read or write build/verl or patches/ run one at a time per checkout.
+LOCKED = {"apply", "export", "status", "check", "test", "wheel", "prove", "rebase", "range-diff"}
 
 
 def usage() -> str:
@@ -41,4 +49,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verl-patches: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     module = importlib.import_module(f"verl_patches.commands.{COMMANDS[name][0]}")
-    return module.main(rest)
+    try:
+        with signals.as_interrupts():
+            project = _project(rest) if name in LOCKED else None
+            if project is None:
+                return module.main(rest)
+            try:
+                with lock.held(project.build_dir, " ".join([name, *rest])):
+                    return module.main(rest)
+            except VerlPatchesError as exc:  # the lock could not be taken
+                print(f"verl-patches: error: {exc}", file=sys.stderr)
+                return 1
+    except KeyboardInterrupt as exc:
+        print(
+            f"verl-patches: {name} interrupted; nothing is lost: run `verl-patches status`, and "
+            "`verl-patches apply` to recover the build tree",
+            file=sys.stderr,
+        )
+        return signals.exit_status(exc)
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: stop quietly, and keep the interpreter's final flush quiet too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _project(rest: list[str]) -> Project | None:
+    """The checkout a command will use (its -C option, else the cwd); None for --help or outside a checkout."""
+    if "-h" in rest or "--help" in rest:
+        return None
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("-C", "--project")
+    known, _ = pre.parse_known_args(rest)
+    try:
+        return Project.find(known.project)
+    except ConfigError:
+        return None

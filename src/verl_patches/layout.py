@@ -48,7 +48,8 @@ class Project:
 
     @property
     def build_dir(self) -> Path:
-        return Path(os.environ.get("VERL_PATCHES_BUILD_DIR", self.root / "build"))
+        configured = os.environ.get("VERL_PATCHES_BUILD_DIR")
+        return self.root / configured if configured else self.root / "build"
 
     @property
     def tree_dir(self) -> Path:
@@ -98,6 +99,9 @@ class Project:
     def load_patches(self, series: Series | None = None) -> list[Patch]:
         """Parse every patch the series lists; a listed file that is missing is an error."""
         series = series or self.load_series()
+        twice = series.duplicates()
+        if twice:
+            raise ConfigError(f"patches/series lists {', '.join(twice)} more than once; list each patch once")
         patches = []
         for name in series.names:
             path = self.patch_path(name)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from verl_patches.model.upstream import Upstream
 from verl_patches.sdist import newest_mtime, unpack
 
 BRANCH = "series"
-SYNC_FILE = "verl-patches-synced"
 SHA_TRAILER = "Upstream-Sdist-Sha256"
 
 # Attributes that override anything the sdist ships: bytes in, bytes out.
@@ -103,6 +101,7 @@ class BuildTree:
             ("rebase-merge", "a git rebase is in progress (git rebase --abort)"),
             ("MERGE_HEAD", "a merge is in progress (git merge --abort)"),
             ("CHERRY_PICK_HEAD", "a cherry-pick is in progress (git cherry-pick --abort)"),
+            ("REVERT_HEAD", "a revert is in progress (git revert --abort)"),
         ):
             if (git_dir / marker).exists():
                 found.append(what)
@@ -111,15 +110,6 @@ class BuildTree:
     def dirty_paths(self) -> list[str]:
         out = self.git.out("status", "--porcelain", "--untracked-files=all")
         return [line for line in out.splitlines() if line.strip()]
-
-    def synced_head(self) -> str | None:
-        path = self.git_dir() / SYNC_FILE
-        return path.read_text().strip() if path.exists() else None
-
-    def mark_synced(self) -> None:
-        head = self.head()
-        if head:
-            (self.git_dir() / SYNC_FILE).write_text(head + "\n")
 
     def commits_above(self, base: str) -> list[tuple[str, str]]:
         out = self.git.out("log", "--reverse", "--format=%H %s", f"{base}..HEAD")
@@ -204,7 +194,7 @@ class BuildTree:
             files = sorted(Path(tmp).glob("*.patch"))
             raw = [(f.name, f.read_bytes()) for f in files]
         parsed = [Patch.parse(name, data) for name, data in raw]
-        names = unique_names([p.subject for p in parsed])
+        names = unique_names([p.subject for p in parsed], [p.body for p in parsed])
         result = []
         for name, (_, data), patch in zip(names, raw, parsed, strict=True):
             patch.name = name
@@ -212,23 +202,20 @@ class BuildTree:
         return result
 
     # -- safety ----------------------------------------------------------------------------------
-    def backup(self, backup_dir: Path) -> str:
-        """Keep everything the tree holds (commits and uncommitted edits) on a backup branch and bundle."""
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        branch = f"backup/{stamp}"
-        if self.in_progress():
-            self.git.run("am", "--abort", check=False)
-            self.git.run("rebase", "--abort", check=False)
-            self.git.run("merge", "--abort", check=False)
-            self.git.run("cherry-pick", "--abort", check=False)
-        self.git.run("checkout", "--quiet", "-B", branch)
-        if self.dirty_paths():
-            self.git.run("add", "--all")
-            self.git.run("commit", "--quiet", "--no-verify", "-m", "verl-patches backup of uncommitted edits")
-        backup_dir.mkdir(parents=True, exist_ok=True)
-        bundle = backup_dir / f"{stamp}.bundle"
-        self.git.run("bundle", "create", str(bundle), branch)
-        return f"branch {branch} in {self.path} and {bundle}"
+    def index_lock(self) -> Path:
+        return self.git_dir() / "index.lock"
+
+    def discard_in_progress(self) -> None:
+        """End any am, rebase, merge, cherry-pick or revert in progress (take a backup first)."""
+        for command in ("am", "rebase", "merge", "cherry-pick", "revert"):
+            if self.in_progress():
+                self.git.run(command, "--abort", check=False)
+        git_dir = self.git_dir()
+        for leftover in ("rebase-apply", "rebase-merge"):
+            if (git_dir / leftover).is_dir():
+                shutil.rmtree(git_dir / leftover)
+        for leftover in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"):
+            (git_dir / leftover).unlink(missing_ok=True)
 
 
 def _am_failure(output: str) -> str:

@@ -58,8 +58,12 @@ def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
 
 
 def run_env(python: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for commands of the venv: its bin/ first on PATH (tests find shellcheck there)."""
+    """The environment for commands of the venv: its bin/ first on PATH (tests find shellcheck there).
+
+    Python writes no bytecode, wherever PYTHONPYCACHEPREFIX points: the tests run inside the build tree."""
     env = {**os.environ, **(extra or {})}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONPYCACHEPREFIX", None)
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     return env
 

@@ -9,7 +9,7 @@ from verl_patches.lint import Finding, lint_patch, lint_series
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
-from verl_patches.sync import export_differences
+from verl_patches.sync import assess
 from verl_patches.tree import BuildTree
 from verl_patches.trial import scratch_tree, trial_apply
 
@@ -47,19 +47,25 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
     tree = BuildTree(project.tree_dir)
     if not tree.exists() or not tree.head():
         return []
-    base = tree.import_commit(upstream)
 
     def finding(what: str, todo: str = "run `verl-patches apply`") -> Finding:
         return Finding("build/verl", "up-to-date", what, todo)
 
-    if not base:
+    if not tree.import_commit(upstream):
         return [finding(f"the build tree is not on {upstream.tag}")]
-    if tree.dirty_paths():
-        return [finding("the build tree has uncommitted changes", "commit and export them, or discard them")]
-    if tree.git.out("merge-base", base, "HEAD") != base:
-        return [finding(f"HEAD is not above {upstream.tag}")]
-    todo = "run `verl-patches export` (or `apply` to drop tree commits)"
-    return [finding(diff, todo) for diff in export_differences(project, tree.export(base))]
+    state = assess(project, tree)
+    findings = [finding(item, "see the finding above; then run `verl-patches apply`") for item in state.incomplete]
+    if state.stale and state.work:
+        todo = "both changed: `verl-patches apply --force` (backs up the tree) or `export --force` (backs up patches/)"
+        findings += [finding(item.replace("\n", " | "), todo) for item in [*state.stale, *state.work]]
+    elif state.stale:
+        findings += [finding(item) for item in state.stale]
+    elif state.dirty or state.in_progress:
+        findings.append(finding("the build tree has uncommitted changes", "commit and export them, or discard them"))
+    elif not state.incomplete:
+        todo = "run `verl-patches export` (or `apply --force` to drop tree commits, kept in a backup)"
+        findings += [finding(item, todo) for item in state.unexported]
+    return findings
 
 
 def collect(project: Project, apply: bool = True) -> list[Finding]:

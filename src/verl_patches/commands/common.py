@@ -7,10 +7,11 @@ import functools
 import sys
 from collections.abc import Callable
 
-from verl_patches.errors import UnexportedWorkError, VerlPatchesError
+from verl_patches import backups, record
+from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.sdist import fetch
-from verl_patches.sync import unexported_work
+from verl_patches.sync import assess
 from verl_patches.tree import BuildTree
 from verl_patches.trial import apply_each
 
@@ -38,38 +39,92 @@ def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[st
 
 
 def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
-    work = unexported_work(project, tree)
-    if work:
-        listing = "\n".join(f"  - {item}" for item in work)
-        raise UnexportedWorkError(
-            f"refusing to {action}: the build tree holds work that is not in patches/:\n{listing}\n"
+    """Raise unless build/verl holds exactly what patches/ describes."""
+    state = assess(project, tree)
+    if state.clean:
+        return
+    listing = "\n".join(f"  - {item}" for item in [*state.work, *state.incomplete, *state.stale])
+    if state.work:
+        todo = (
             "Commit it in the build tree and run `verl-patches export`, or discard it on purpose with "
-            "`verl-patches apply --force` (which first keeps a backup branch and bundle)."
+            "`verl-patches apply --force` (which first keeps a backup: `verl-patches backups` lists them)."
         )
+        raise UnexportedWorkError(
+            f"refusing to {action}: the build tree holds work that is not in patches/:\n{listing}\n{todo}"
+        )
+    raise UnexportedWorkError(
+        f"refusing to {action}: the build tree is not what patches/ describes:\n{listing}\n"
+        "Run `verl-patches apply` to rebuild it from patches/."
+    )
+
+
+def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -> None:
+    """Before build/verl is rebuilt: refuse to lose work, or keep it in a backup; clear what an interrupted
+    command left (an am in progress, a stale index.lock)."""
+    state = assess(project, tree)
+    if state.work and not (force or state.interrupted_apply):
+        refuse_unexported(project, tree, "rebuild the build tree")
+    ours = state.interrupted_apply or force
+    lock = tree.index_lock()
+    if lock.exists() and ours:
+        # Only verl-patches commands use build/verl while we hold the checkout lock: a left-over index.lock
+        # is from one that was killed (or, with --force, the user asked to discard the tree's state).
+        lock.unlink()
+        log(f"removed {lock}, left by an interrupted git command")
+    reproducible = (
+        state.record is not None
+        and state.record.state in (record.COMPLETE, record.FAILED)
+        and state.record.head == tree.head()
+        and not state.stale
+        and not state.in_progress
+        and not state.dirty
+    )
+    base = tree.import_commit(project.load_upstream())
+    has_commits = bool(tree.head()) and tree.head() != base
+    if not reproducible and (state.in_progress or state.dirty or has_commits):
+        if state.interrupted_apply:
+            reason = "what an interrupted apply left in build/verl"
+        elif state.work:
+            reason = "un-exported work in build/verl, before `apply --force` rebuilt it"
+        else:
+            reason = "build/verl before `apply` rebuilt it from changed patches/"
+        kept = backups.take_tree(project, tree, reason)
+        if kept:
+            log(
+                f"kept a backup of build/verl: {kept.id} (branch {kept.info['branch']}, {kept.folder}); "
+                "`verl-patches backups` says how to restore it"
+            )
+    tree.discard_in_progress()
 
 
 def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
-    """Rebuild the build tree from the pinned sdist and patches/ (refusing to lose work)."""
+    """Rebuild the build tree from the pinned sdist and patches/ (refusing to lose work).
+
+    The build record says `complete` only after every patch applied; until then `applying`, and `failed`
+    with the patch's name when one does not apply."""
     upstream = project.load_upstream()
     series = project.load_series()
-    project.load_patches(series)  # every listed file exists and parses
+    project.load_patches(series)  # every listed file exists, parses and is listed once
     tree = BuildTree(project.tree_dir)
-    if tree.exists() and tree.head():
-        try:
-            refuse_unexported(project, tree, "rebuild the build tree")
-        except UnexportedWorkError:
-            if not force:
-                raise
-            log(f"--force: kept a backup: {tree.backup(project.backup_dir)}")
+    if tree.exists():
+        prepare_rebuild(project, tree, force, log)
     sdist = fetch(upstream, project.cache_dir, log=log)
+    source = record.source_digest(project)
+    tree.init()
+    progress = record.Record(state=record.APPLYING, source=source, head=tree.head())
+    record.write(tree.git_dir(), progress)
     base = tree.import_commit(upstream)
     if base:
         tree.reset_to(base)
     else:
         tree.import_sdist(upstream, sdist)
-    try:
-        apply_each(tree, [(name, project.patch_path(name)) for name in series.names])
-    finally:
-        # What is in the tree now came from patches/ alone, so it is not work to protect.
-        tree.mark_synced()
+    applied = tree.head()
+    for name in series.names:
+        try:
+            apply_each(tree, [(name, project.patch_path(name))])
+        except PatchApplyError:
+            record.write(tree.git_dir(), record.Record(record.FAILED, source, head=tree.head(), patch=name))
+            raise
+        applied = tree.head()
+    record.write(tree.git_dir(), record.Record(record.COMPLETE, source, head=applied))
     return tree

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from verl_patches import backups, record
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import UnexportedWorkError, VerlPatchesError
-from verl_patches.sync import write_export
+from verl_patches.sync import assess, planned_changes, write_export
 from verl_patches.tree import BuildTree
 
 
 def build_parser():
-    return parser("export", "Export the commits above upstream/<version> in build/verl to patches/ (byte-stable).")
+    p = parser("export", "Export the commits above upstream/<version> in build/verl to patches/ (byte-stable).")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="export even when patches/ changed since build/verl was built (patches/ is kept as a backup first)",
+    )
+    return p
 
 
 @reports_errors
@@ -20,13 +27,26 @@ def main(argv: list[str] | None = None) -> int:
     tree = BuildTree(project.tree_dir)
     if not tree.exists() or not tree.head():
         raise VerlPatchesError(f"no build tree at {tree.path}: run `verl-patches apply` first")
-    problems = tree.in_progress()
-    dirty = tree.dirty_paths()
-    if problems or dirty:
-        listing = "\n".join(f"  {line}" for line in [*problems, *dirty][:20])
+    state = assess(project, tree)
+    if state.in_progress or state.dirty:
+        listing = "\n".join(f"  {line}" for line in [*state.in_progress, *state.dirty][:20])
         raise UnexportedWorkError(
             f"refusing to export: {tree.path} has uncommitted changes or an operation in progress:\n{listing}\n"
             "Commit (or amend) them in the build tree first, or discard them with git there."
+        )
+    rec = state.record
+    if rec and rec.state in (record.APPLYING, record.FAILED):
+        raise UnexportedWorkError(
+            "refusing to export: build/verl does not hold the whole series, so an export would remove the patches "
+            "it lacks from patches/:\n" + "\n".join(f"  - {item}" for item in state.incomplete)
+        )
+    if state.stale and not args.force:
+        detail = "\n".join(f"  - {item}" for item in [*state.stale, *state.work])
+        raise UnexportedWorkError(
+            "refusing to export: patches/ changed since build/verl was built, and an export would overwrite "
+            f"those changes with the tree's older series:\n{detail}\n"
+            "Run `verl-patches apply` to rebuild the tree from patches/ (`--force` keeps a backup of the tree's "
+            "commits first), or `verl-patches export --force` to overwrite patches/ (kept in a backup first)."
         )
     base = tree.import_commit(upstream)
     if not base:
@@ -36,8 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     if tree.git.out("merge-base", base, "HEAD") != base:
         raise VerlPatchesError(f"HEAD of {tree.path} is not above {upstream.tag}")
     exported = tree.export(base)
+    replaced, _ = planned_changes(project, exported)
+    if replaced:
+        kept = backups.take_patches(project, f"patches/ before `export` changed {', '.join(replaced)}")
+        print(f"kept a backup of patches/: {kept.id} ({kept.folder})")
+    head = tree.head()
+    record.write(tree.git_dir(), record.Record(record.EXPORTING, record.source_digest(project), head=head))
     changes = write_export(project, exported)
-    tree.mark_synced()
+    record.write(tree.git_dir(), record.Record(record.COMPLETE, record.source_digest(project), head=head))
     for line in changes:
         print(line)
     print(f"exported {len(exported)} patch(es); {'no changes' if not changes else f'{len(changes)} change(s)'}")

@@ -1,14 +1,26 @@
-"""verl-patches status: list work in the build tree that patches/ does not have."""
+"""verl-patches status: build/verl compared with patches/.
+
+Exit status: 0 when the tree is what patches/ describes; 1 when the tree holds work that patches/ does
+not have (uncommitted, un-exported, or an operation in progress); 3 when the tree has no such work but
+is not what patches/ describes (patches/ changed since it was built, or an apply did not complete).
+"""
 
 from __future__ import annotations
 
 from verl_patches.commands.common import parser, project_of, reports_errors
-from verl_patches.sync import unexported_work
+from verl_patches.sync import assess
 from verl_patches.tree import BuildTree
+
+WORK = 1
+NOT_BUILT_FROM_PATCHES = 3
 
 
 def build_parser():
-    return parser("status", "Exit non-zero when the build tree holds uncommitted or un-exported work.")
+    return parser(
+        "status",
+        "Compare build/verl with patches/. Exit 0: in step; 1: the tree has work not in patches/; "
+        "3: patches/ changed since the tree was built, or the last apply did not complete.",
+    )
 
 
 @reports_errors
@@ -19,12 +31,27 @@ def main(argv: list[str] | None = None) -> int:
     if not tree.exists() or not tree.head():
         print(f"no build tree at {tree.path} (run `verl-patches apply`)")
         return 0
-    work = unexported_work(project, tree)
-    if not work:
+    state = assess(project, tree)
+    if state.clean:
         print(f"{tree.path}: clean, patches/ is up to date")
         return 0
+    for item in state.incomplete:
+        print(f"- {item}")
+    if state.stale:
+        print("patches/ changed since the tree was built (the tree does not have these changes):")
+        for item in state.stale:
+            print(f"  - {item}")
+    if not state.work:
+        return NOT_BUILT_FROM_PATCHES
     print(f"{tree.path} holds work that is not in patches/:")
-    for item in work:
+    for item in state.work:
         print(f"  - {item}")
-    print("Export it with `verl-patches export` (after committing), or discard it on purpose.")
-    return 1
+    if state.stale:
+        print(
+            "Both sides changed: neither is overwritten. Keep the tree's work with `verl-patches apply --force` "
+            "(it takes a backup first) and re-create it on the new patches/, or `verl-patches export --force` "
+            "(patches/ is kept in a backup first)."
+        )
+    else:
+        print("Export it with `verl-patches export` (after committing), or discard it on purpose.")
+    return WORK

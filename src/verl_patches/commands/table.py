@@ -10,7 +10,7 @@ def rows(patches: list[Patch]) -> list[list[str]]:
     table = [["#", "subject", "upstream status", "files", "tests added or changed"]]
     for index, patch in enumerate(patches, start=1):
         status = patch.upstream_status.value if patch.upstream_status else "(missing)"
-        code = [f for f in patch.files if f not in patch.test_files]
+        code = [f for f in patch.files if not f.startswith("tests/")]
         tests = [f.rsplit("/", 1)[-1] for f in patch.test_files]
         table.append(
             [

@@ -39,7 +39,8 @@ def build_wheel(tree: BuildTree, version: str, outdir: Path) -> Path:
         (src / VERSION_FILE).write_text(version + "\n")
         env = {**os.environ, "SOURCE_DATE_EPOCH": epoch, "PYTHONHASHSEED": "0"}
         cmd = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        # umask 022: the modes of the files the build writes (and so the wheel's bytes) do not depend on the caller's.
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, umask=0o022)
         if proc.returncode != 0:
             raise VerlPatchesError(f"wheel build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         wheels = sorted(out.glob("*.whl"))

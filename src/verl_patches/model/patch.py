@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from email.header import decode_header, make_header
-from email.parser import BytesHeaderParser
+from email.parser import HeaderParser
 
 from verl_patches.errors import ConfigError
 from verl_patches.model.status import EXEMPT_TRAILER, TRAILER, UpstreamStatus
@@ -35,7 +35,8 @@ class Patch:
         head_end = data.find(b"\n\n")
         if head_end < 0:
             raise ConfigError(f"{name}: no blank line after the mail headers")
-        headers = BytesHeaderParser().parsebytes(data[: head_end + 1])
+        # git writes raw UTF-8 headers (--no-encode-email-headers); RFC 2047 encoded words are decoded too.
+        headers = HeaderParser().parsestr(data[: head_end + 1].decode("utf-8", errors="replace"))
         subject = _decode(headers.get("Subject", ""))
         if not subject:
             raise ConfigError(f"{name}: no Subject header")

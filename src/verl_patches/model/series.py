@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,29 +21,54 @@ DEFAULT_HEADER = (
 class Series:
     names: list[str] = field(default_factory=list)
     header: str = DEFAULT_HEADER
+    footer: str = ""
+    # Per entry: the comment and blank lines just above it, and its own line as written (inline comment kept).
+    above: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str, source: str = "patches/series") -> Series:
         names: list[str] = []
         header_lines: list[str] = []
-        in_header = True
+        pending: list[str] = []
+        above: dict[str, str] = {}
+        lines: dict[str, str] = {}
         for lineno, raw in enumerate(text.splitlines(), start=1):
+            raw = raw.rstrip()
             line = raw.split("#", 1)[0].strip()
             if not line:
-                if in_header and raw.strip().startswith("#"):
-                    header_lines.append(raw.rstrip() + "\n")
+                (pending if names else header_lines).append(raw + "\n")
                 continue
-            in_header = False
             if not _VALID_NAME.match(line):
                 raise ConfigError(
                     f"{source}:{lineno}: {line!r} is not a patch file name (letters, digits, ._+-, ending .patch)"
                 )
             names.append(line)
-        header = "".join(header_lines) if header_lines else DEFAULT_HEADER
-        return cls(names=names, header=header)
+            above.setdefault(line, "".join(pending))
+            lines.setdefault(line, raw.lstrip() + "\n")
+            pending = []
+        has_comment = any(line.lstrip().startswith("#") for line in header_lines)
+        header = "".join(header_lines) if has_comment else DEFAULT_HEADER
+        return cls(names=names, header=header, footer="".join(pending), above=above, lines=lines)
 
     def format(self) -> str:
-        return self.header + "".join(f"{name}\n" for name in self.names)
+        body = "".join(self.above.get(name, "") + self.lines.get(name, f"{name}\n") for name in self.names)
+        return self.header + body + self.footer
+
+    def with_names(self, names: list[str]) -> Series:
+        """The same file with another list of entries: comments stay with their entry; the comments of a
+        removed entry move to the next entry that stays (or to the end)."""
+        kept = set(names)
+        above = dict(self.above)
+        carried = ""
+        for name in self.names:
+            if name in kept:
+                above[name] = carried + above.get(name, "")
+                carried = ""
+            else:
+                carried += above.pop(name, "")
+        lines = {name: line for name, line in self.lines.items() if name in kept}
+        return Series(names=list(names), header=self.header, footer=carried + self.footer, above=above, lines=lines)
 
     def duplicates(self) -> list[str]:
         return sorted(name for name, count in Counter(self.names).items() if count > 1)
@@ -57,12 +83,23 @@ def slug(subject: str, max_len: int = 64) -> str:
     return text or "patch"
 
 
-def unique_names(subjects: list[str]) -> list[str]:
-    """One file name per subject, stable under reordering (a clash gets -2, -3 in series order)."""
-    seen: Counter[str] = Counter()
+def unique_names(subjects: list[str], messages: list[str] | None = None) -> list[str]:
+    """One file name per subject, independent of the order: subjects that give the same stem all get a
+    suffix from their own text (the subject, or subject and message when the subjects are equal)."""
+    messages = messages if messages is not None else [""] * len(subjects)
+    stems = [slug(subject) for subject in subjects]
+    clashes = Counter(stems)
+    same_subject = Counter(subjects)
     names = []
-    for subject in subjects:
-        stem = slug(subject)
-        seen[stem] += 1
-        names.append(f"{stem}.patch" if seen[stem] == 1 else f"{stem}-{seen[stem]}.patch")
-    return names
+    for stem, subject, message in zip(stems, subjects, messages, strict=True):
+        if clashes[stem] == 1:
+            names.append(f"{stem}.patch")
+            continue
+        key = subject if same_subject[subject] == 1 else f"{subject}\n{message}"
+        names.append(f"{stem}-{hashlib.sha256(key.encode()).hexdigest()[:8]}.patch")
+    seen: Counter[str] = Counter()
+    result = []
+    for name in names:  # identical subject and message: only the order can tell them apart
+        seen[name] += 1
+        result.append(name if seen[name] == 1 else f"{name[: -len('.patch')]}-{seen[name]}.patch")
+    return result

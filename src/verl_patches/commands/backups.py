@@ -1,0 +1,49 @@
+"""verl-patches backups: list the backups taken before work was discarded, and how to restore each."""
+
+from __future__ import annotations
+
+from verl_patches import backups
+from verl_patches.commands.common import parser, project_of, reports_errors
+
+
+def build_parser():
+    p = parser("backups", "List the backups in build/backups (newest last) and the commands that restore each.")
+    p.add_argument("id", nargs="?", help="show only this backup")
+    return p
+
+
+def describe(project, backup: backups.Backup) -> list[str]:
+    lines = [backup.summary()]
+    info = backup.info
+    if backup.kind == "tree":
+        lines.append(f"  taken {info['created']}: branch {info['branch']} in {info['tree']}, bundle {backup.folder}")
+        lines.append(f"  HEAD was {info['head'][:12]} ({info['head_ref'] or 'detached'})")
+        lines += [f"  in progress: {what}" for what in info.get("in_progress", [])]
+        if info.get("dirty"):
+            lines.append(f"  {len(info['dirty'])} uncommitted or untracked path(s)")
+    elif backup.kind == "patches":
+        lines.append(f"  taken {info['created']}: {len(info['files'])} file(s) in {backup.folder}/patches")
+    steps = backups.restore_steps(project, backup)
+    if steps:
+        lines.append("  restore:")
+        lines += [f"    {step}" for step in steps]
+    return lines
+
+
+@reports_errors
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = project_of(args)
+    found = backups.listing(project)
+    if args.id:
+        found = [b for b in found if b.id == args.id]
+        if not found:
+            print(f"verl-patches: error: no backup {args.id!r} in {project.backup_dir}")
+            return 1
+    if not found:
+        print(f"no backups in {project.backup_dir}")
+        return 0
+    for backup in found:
+        print("\n".join(describe(project, backup)))
+    print(f"{len(found)} backup(s) in {project.backup_dir}")
+    return 0

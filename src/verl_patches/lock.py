@@ -1,0 +1,97 @@
+"""One verl-patches command at a time per checkout: an advisory lock on build/verl-patches.lock.
+
+The lock is an flock(2) on the file, so the kernel releases it when its holder exits in any way
+(crash, SIGKILL): a lock file left behind is never stale. The file names the current holder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from verl_patches.errors import VerlPatchesError
+
+LOCK_FILE = "verl-patches.lock"
+TIMEOUT_ENV = "VERL_PATCHES_LOCK_TIMEOUT"
+DEFAULT_TIMEOUT = 600.0
+POLL = 0.1
+
+_held: dict[Path, int] = {}  # lock path -> nesting depth in this process
+
+
+class LockBusyError(VerlPatchesError):
+    """Another verl-patches command holds the lock."""
+
+
+def describe_holder(path: Path) -> str:
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+        return f"pid {info['pid']} on {info['host']} (`verl-patches {info['command']}`, since {info['since']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not written its name yet"
+
+
+def timeout_from_env() -> float:
+    value = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        return float(value) if value else DEFAULT_TIMEOUT
+    except ValueError as exc:
+        raise VerlPatchesError(f"{TIMEOUT_ENV}={value!r} is not a number of seconds") from exc
+
+
+@contextlib.contextmanager
+def held(build_dir: Path, command: str, timeout: float | None = None, log=None) -> Iterator[Path]:
+    """Hold the lock of build_dir while the block runs; wait up to timeout seconds for another holder."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    path = (build_dir / LOCK_FILE).resolve()
+    if path in _held:
+        _held[path] += 1
+        try:
+            yield path
+        finally:
+            _held[path] -= 1
+        return
+    timeout = timeout_from_env() if timeout is None else timeout
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        waited = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = describe_holder(path)
+                if time.monotonic() >= deadline:
+                    raise LockBusyError(
+                        f"{path} is held by {holder}: another verl-patches command is using this checkout. "
+                        f"Wait for it to finish (waited {timeout:g}s; {TIMEOUT_ENV} sets how long)."
+                    ) from None
+                if not waited:
+                    log(f"verl-patches: waiting for {path}, held by {holder}")
+                    waited = True
+                time.sleep(POLL)
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command,
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        _held[path] = 1
+        try:
+            yield path
+        finally:
+            del _held[path]
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock

@@ -1,0 +1,68 @@
+"""The build record: what build/verl was built from, and whether the last apply or export finished.
+
+It lives in the tree's git folder (removed with the tree) as a small JSON file, written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from verl_patches.layout import Project
+
+RECORD_FILE = "verl-patches-record.json"
+
+APPLYING = "applying"  # an apply started and has not finished (interrupted, or running)
+FAILED = "failed"  # an apply stopped at a patch that does not apply; the tree holds the patches before it
+COMPLETE = "complete"  # the tree is exactly what `source` describes at commit `head`
+EXPORTING = "exporting"  # an export started writing patches/ and has not finished
+STATES = (APPLYING, FAILED, COMPLETE, EXPORTING)
+
+
+@dataclass
+class Record:
+    state: str
+    source: str  # source_digest() of the project files the tree was built from (or exported to)
+    head: str | None = None  # the tree's HEAD when the record was written
+    patch: str | None = None  # FAILED: the patch that did not apply
+    updated: str = ""
+
+
+def source_digest(project: Project) -> str:
+    """sha256 over upstream.toml, patches/series and every patch file the series lists, as bytes."""
+    digest = hashlib.sha256()
+    paths = [project.upstream_path, project.series_path]
+    if project.series_path.exists():
+        paths += [project.patch_path(name) for name in project.load_series().names]
+    for path in paths:
+        data = path.read_bytes() if path.is_file() else None
+        label = path.relative_to(project.root).as_posix() if path.is_relative_to(project.root) else path.name
+        digest.update(f"{label}\0{-1 if data is None else len(data)}\0".encode())
+        digest.update(data or b"")
+    return digest.hexdigest()
+
+
+def path_in(git_dir: Path) -> Path:
+    return git_dir / RECORD_FILE
+
+
+def read(git_dir: Path) -> Record | None:
+    """The record, or None when there is none (a tree made by an older version) or it is unreadable."""
+    try:
+        data = json.loads(path_in(git_dir).read_text(encoding="utf-8"))
+        record = Record(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    return record if record.state in STATES else None
+
+
+def write(git_dir: Path, record: Record) -> None:
+    record.updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    target = path_in(git_dir)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(record), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
