@@ -39,7 +39,8 @@ def check_applies(project: Project, series: Series, upstream: Upstream) -> list[
     if not failure:
         return []
     detail = failure.detail.replace("\n", " | ")
-    return [Finding(failure.patch, "applies", detail, "rebase the patch in build/verl and export")]
+    todo = "make it apply: fix it in patches/, or rebase it in a build/verl that holds the whole series and export"
+    return [Finding(failure.patch, "applies", detail, todo)]
 
 
 def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
@@ -75,7 +76,7 @@ def collect(project: Project, apply: bool = True) -> list[Finding]:
         return findings
     upstream = project.load_upstream()
     applies = check_applies(project, series, upstream)
-    return findings + (applies or check_up_to_date(project, upstream))
+    return findings + applies + check_up_to_date(project, upstream)
 
 
 @reports_errors

@@ -43,6 +43,11 @@ class Series:
                 raise ConfigError(
                     f"{source}:{lineno}: {line!r} is not a patch file name (letters, digits, ._+-, ending .patch)"
                 )
+            if not names:
+                # The header ends at the last blank line above the first entry; comments right above it are its own.
+                blanks = [i for i, text in enumerate(header_lines) if not text.strip()]
+                cut = blanks[-1] + 1 if blanks else len(header_lines)
+                header_lines, pending = header_lines[:cut], header_lines[cut:]
             names.append(line)
             above.setdefault(line, "".join(pending))
             lines.setdefault(line, raw.lstrip() + "\n")

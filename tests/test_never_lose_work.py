@@ -1,0 +1,265 @@
+"""Never lose work: failed and interrupted applies, rebases in progress, stale trees, backups, the lock."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import GOOD_MESSAGE, Checkout
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def message(subject: str) -> str:
+    return GOOD_MESSAGE.replace("[megatron] fix: build boolean masks in build_mask", subject)
+
+
+def three_patches(checkout: Checkout) -> list[str]:
+    """Apply and export a series of three patches that touch the same file one after another."""
+    assert checkout.cli("apply") == 0
+    for n in (1, 2, 3):
+        checkout.commit_in_tree("verl/models/util.py", _util(n), message(f"[megatron] fix: step {n}"))
+    assert checkout.cli("export") == 0
+    return [ln for ln in (checkout.root / "patches/series").read_text().splitlines() if not ln.startswith("#")]
+
+
+def _util(n: int) -> str:
+    lines = [f"STEP_{i} = {i}\n" for i in range(1, n + 1)]
+    return "def build_mask(lengths, width):\n    return [[i < n for i in range(width)] for n in lengths]\n" + "".join(
+        lines
+    )
+
+
+def run_cli(checkout: Checkout, *argv: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    command, *rest = argv
+    return subprocess.run(
+        [sys.executable, "-m", "verl_patches", command, "-C", str(checkout.root), *rest],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        **kwargs,
+    )
+
+
+# -- 1: a failed apply is not marked synced ----------------------------------------------------------------
+def test_failed_apply_is_not_taken_for_a_clean_tree_and_export_refuses(checkout, capsys):
+    names = three_patches(checkout)
+    second = checkout.root / "patches" / names[1]
+    edited = second.read_bytes().replace(b" STEP_1 = 1\n", b" STEP_1 = 100\n")  # a context line, edited by hand
+    second.write_bytes(edited)
+    third = (checkout.root / "patches" / names[2]).read_bytes()
+    capsys.readouterr()
+    assert checkout.cli("apply") == 1
+    assert names[1] in capsys.readouterr().err
+    assert checkout.cli("status") == 3
+    out = capsys.readouterr().out
+    assert f"stopped at {names[1]}" in out and "clean" not in out
+    assert checkout.cli("export") == 1
+    assert "does not hold the whole series" in capsys.readouterr().err
+    assert second.read_bytes() == edited and (checkout.root / "patches" / names[2]).read_bytes() == third
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert "stopped at" in out and "run `verl-patches export`" not in out
+
+
+# -- 2: apply --force in the middle of git rebase -i ---------------------------------------------------------
+def test_force_during_rebase_keeps_the_amended_commit_and_uncommitted_edits(checkout, capsys):
+    three_patches(checkout)
+    base = checkout.user_git("rev-parse", "upstream/1.0.0").strip()
+    checkout.user_git("-c", "sequence.editor=sed -i -e '1s/^pick/edit/'", "rebase", "-q", "-i", base)
+    (checkout.tree / "verl/models/util.py").write_text(_util(1) + "AMENDED = True\n")
+    checkout.user_git("commit", "-q", "-a", "--amend", "--no-edit")
+    amended = checkout.user_git("rev-parse", "HEAD").strip()
+    (checkout.tree / "verl/models/notes.txt").write_text("uncommitted edit\n")
+    (checkout.tree / "verl/__init__.py").write_text("changed = 1\n")
+    capsys.readouterr()
+    assert checkout.cli("apply", "--force") == 0
+    out = capsys.readouterr().out
+    (branch,) = checkout.user_git("branch", "--list", "--format=%(refname:short)", "backup/*").split()
+    assert branch in out or branch.split("/", 1)[1] in out
+    assert checkout.user_git("rev-parse", f"{branch}^1").strip() == amended
+    assert checkout.user_git("show", f"{branch}:verl/models/notes.txt") == "uncommitted edit\n"
+    assert checkout.user_git("show", f"{branch}:verl/__init__.py") == "changed = 1\n"
+    assert "AMENDED = True" in checkout.user_git("show", f"{branch}:verl/models/util.py")
+    # The rebase's todo list is kept with the backup, and the branch before the rebase is a parent.
+    folder = checkout.root / "build/backups" / branch.split("/", 1)[1]
+    assert (folder / "git-state/rebase-merge/git-rebase-todo").exists()
+    assert "step 3" in checkout.user_git("log", "--format=%s", f"{branch}^2")
+    # The tree is rebuilt from patches/ and no operation is left in progress.
+    assert not (checkout.tree / ".git/rebase-merge").exists()
+    assert checkout.cli("status") == 0
+
+
+# -- 4: patches/ changed since apply ---------------------------------------------------------------------------
+def test_patches_changed_since_apply_is_stale_not_work_and_export_refuses(checkout, capsys):
+    names = three_patches(checkout)
+    path = checkout.root / "patches" / names[0]
+    pulled = path.read_bytes().replace(b"Problem: build_mask returned", b"Problem: (pulled) build_mask returned")
+    path.write_bytes(pulled)
+    capsys.readouterr()
+    assert checkout.cli("status") == 3
+    out = capsys.readouterr().out
+    assert "changed since" in out and "holds work" not in out
+    assert checkout.cli("export") == 1
+    assert "patches/ changed since build/verl was built" in capsys.readouterr().err
+    assert path.read_bytes() == pulled
+    assert checkout.cli("wheel") == 1
+    assert checkout.cli("apply") == 0
+    assert "(pulled)" in checkout.user_git("log", "--format=%B")
+    assert checkout.cli("status") == 0
+
+
+def test_both_sides_changed_is_reported_and_neither_side_is_overwritten(checkout, capsys):
+    names = three_patches(checkout)
+    checkout.commit_in_tree("verl/new.py", "NEW = 1\n", message("[megatron] fix: tree work"))
+    path = checkout.root / "patches" / names[0]
+    pulled = path.read_bytes().replace(b"Problem: build_mask returned", b"Problem: (pulled) build_mask returned")
+    path.write_bytes(pulled)
+    capsys.readouterr()
+    assert checkout.cli("status") == 1
+    out = capsys.readouterr().out
+    assert "tree work" in out and "changed since" in out and "Both sides changed" in out
+    assert checkout.cli("export") == 1
+    assert checkout.cli("apply") == 1
+    assert path.read_bytes() == pulled
+    assert "tree work" in checkout.user_git("log", "-1", "--format=%s")
+    # Explicitly: export --force keeps patches/ in a backup before overwriting it.
+    assert checkout.cli("export", "--force") == 0
+    kept = [p for p in (checkout.root / "build/backups").iterdir() if (p / "patches" / names[0]).exists()]
+    assert any((p / "patches" / names[0]).read_bytes() == pulled for p in kept)
+
+
+# -- 5: Ctrl-C during apply leaves rebase-apply and index.lock --------------------------------------------------
+GIT_SHIM = """#!/bin/sh
+# git, except that `git am -3 <patch named $INTERRUPT_ON>` is followed by an index.lock and Ctrl-C to the caller.
+case " $* " in
+  *" am -3 "*"$INTERRUPT_ON"*)
+    "$REAL_GIT" "$@"
+    gitdir=$("$REAL_GIT" -C "$2" rev-parse --absolute-git-dir)
+    : > "$gitdir/index.lock"
+    kill -INT "$PPID"
+    sleep 5
+    exit 130 ;;
+esac
+exec "$REAL_GIT" "$@"
+"""
+
+
+def test_apply_recovers_from_an_interrupted_am_with_index_lock(checkout, tmp_path, capsys):
+    names = three_patches(checkout)
+    second = checkout.root / "patches" / names[1]
+    original = second.read_bytes()
+    second.write_bytes(original.replace(b" STEP_1 = 1\n", b" STEP_1 = 100\n"))  # git am stops on this one
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "git").write_text(GIT_SHIM)
+    (shim / "git").chmod(0o755)
+    env = {"PATH": f"{shim}:{os.environ['PATH']}", "REAL_GIT": shutil.which("git"), "INTERRUPT_ON": names[1]}
+    proc = run_cli(checkout, "apply", env=env)
+    assert proc.returncode == 130, proc.stderr
+    assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr
+    assert (checkout.tree / ".git/index.lock").exists() and (checkout.tree / ".git/rebase-apply").exists()
+    capsys.readouterr()
+    assert checkout.cli("status") != 0
+    second.write_bytes(original)
+    assert checkout.cli("apply") == 0  # no manual step
+    assert not (checkout.tree / ".git/index.lock").exists()
+    assert not (checkout.tree / ".git/rebase-apply").exists()
+    assert checkout.cli("status") == 0
+    assert "step 3" in checkout.user_git("log", "-1", "--format=%s")
+
+
+# -- 7: backups in the same second -------------------------------------------------------------------------------
+def test_two_backups_in_one_second_get_distinct_names(checkout, monkeypatch, capsys):
+    three_patches(checkout)
+    frozen = time.gmtime()
+    monkeypatch.setattr(time, "gmtime", lambda *args: frozen)
+    checkout.commit_in_tree("verl/a.py", "A = 1\n", message("[megatron] fix: first work"))
+    assert checkout.cli("apply", "--force") == 0
+    checkout.commit_in_tree("verl/b.py", "B = 1\n", message("[megatron] fix: second work"))
+    assert checkout.cli("apply", "--force") == 0
+    branches = checkout.user_git("branch", "--list", "--format=%(refname:short)", "backup/*").split()
+    assert len(branches) == 2
+    subjects = {checkout.user_git("log", "-1", "--format=%s", f"{b}^1").strip() for b in branches}
+    assert subjects == {"[megatron] fix: first work", "[megatron] fix: second work"}
+    bundles = sorted((checkout.root / "build/backups").glob("*/tree.bundle"))
+    assert len(bundles) == 2
+    capsys.readouterr()
+    assert checkout.cli("backups") == 0
+    out = capsys.readouterr().out
+    assert all(b.split("/", 1)[1] in out for b in branches) and "git restore --source=" in out
+
+
+def test_a_backup_restores_with_the_listed_commands(checkout, capsys):
+    three_patches(checkout)
+    checkout.commit_in_tree("verl/a.py", "A = 1\n", message("[megatron] fix: keep me"))
+    (checkout.tree / "verl/untracked.txt").write_text("draft\n")
+    assert checkout.cli("apply", "--force") == 0
+    shutil.rmtree(checkout.root / "build/verl")  # even the tree is gone: the bundle has it all
+    assert checkout.cli("apply") == 0
+    capsys.readouterr()
+    assert checkout.cli("backups") == 0
+    out = capsys.readouterr().out
+    steps = [ln.strip().split("   #")[0] for ln in out.splitlines() if ln.startswith("    ") and "#" != ln.strip()[0]]
+    subprocess.run(" && ".join(steps), shell=True, check=True, capture_output=True)
+    assert checkout.user_git("log", "-1", "--format=%s").strip() == "[megatron] fix: keep me"
+    assert (checkout.tree / "verl/untracked.txt").read_text() == "draft\n"
+    assert checkout.cli("status") == 1  # the restored work is un-exported work again
+
+
+# -- 8: the lock ------------------------------------------------------------------------------------------------
+def test_a_held_lock_is_named_in_the_error(checkout):
+    from verl_patches import lock
+
+    with lock.held(checkout.root / "build", "apply --test-holder"):
+        proc = run_cli(checkout, "apply", env={"VERL_PATCHES_LOCK_TIMEOUT": "0.3"})
+    assert proc.returncode == 1
+    assert f"pid {os.getpid()}" in proc.stderr and "apply --test-holder" in proc.stderr
+    assert not (checkout.tree).exists()
+
+
+def test_concurrent_applies_wait_for_each_other(checkout):
+    three_patches(checkout)
+    (checkout.root / "patches/series").write_text((checkout.root / "patches/series").read_text() + "# changed\n")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "verl_patches", "apply", "-C", str(checkout.root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert [rc for rc, _ in results] == [0, 0, 0], results
+    assert checkout.user_git("status", "--porcelain") == ""
+    assert checkout.cli("status") == 0
+
+
+def test_a_lock_file_left_by_a_killed_command_does_not_block(checkout):
+    (checkout.root / "build").mkdir()
+    (checkout.root / "build/verl-patches.lock").write_text('{"pid": 999999, "host": "x", "command": "apply"}\n')
+    assert checkout.cli("apply") == 0
+
+
+# -- 6: .gitattributes -----------------------------------------------------------------------------------------
+def test_a_clone_with_autocrlf_checks_the_patches_out_byte_exact(checkout, tmp_path, monkeypatch):
+    three_patches(checkout)
+    exported = checkout.patches()
+    origin = tmp_path / "origin"
+    shutil.copytree(checkout.root, origin, ignore=shutil.ignore_patterns("build"))
+    if (ROOT / ".gitattributes").exists():
+        shutil.copy(ROOT / ".gitattributes", origin / ".gitattributes")
+    plain = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull}
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "s"]):
+        subprocess.run(["git", "-C", str(origin), *args], check=True, env=plain)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "-c", "core.autocrlf=true", "clone", "-q", str(origin), str(clone)], check=True, env=plain)
+    subprocess.run(["git", "-C", str(clone), "config", "core.autocrlf", "true"], check=True, env=plain)
+    copy = Checkout(root=clone, cache=checkout.cache)
+    assert copy.patches() == exported
+    assert copy.cli("apply") == 0
