@@ -146,3 +146,20 @@ def _no_pip_download(monkeypatch):
     """The tests never reach the network: a missing sdist must come from the cache."""
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", os.devnull)
+
+
+FAULT_FIGURES = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def fault_figures(request) -> list[str]:
+    """Lines that the fault-injection test reports; printed in the terminal summary (no -s needed)."""
+    return request.config.stash.setdefault(FAULT_FIGURES, [])
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    lines = config.stash.get(FAULT_FIGURES, [])
+    if lines:
+        terminalreporter.section("fault injection")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -10,7 +10,9 @@ import sys
 import pytest
 from conftest import GOOD_MESSAGE
 
-CPU_TEST = "from verl.models.util import build_mask\n\n\ndef test_mask():\n    assert build_mask([1], 2) == [[True, False]]\n"
+CPU_TEST = (
+    "from verl.models.util import build_mask\n\n\ndef test_mask():\n    assert build_mask([1], 2) == [[True, False]]\n"
+)
 
 
 def run_cli(checkout, *argv: str, umask: int, env: dict) -> subprocess.CompletedProcess:

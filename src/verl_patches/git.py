@@ -27,6 +27,8 @@ _NEUTRAL_ENV = {
     "GIT_PAGER": "cat",
     "PAGER": "cat",
     "GIT_EDITOR": "true",
+    # Read-only commands (status, diff) do not take index.lock: one that is killed leaves no lock behind.
+    "GIT_OPTIONAL_LOCKS": "0",
     "GIT_COMMITTER_NAME": PROJECT_NAME,
     "GIT_COMMITTER_EMAIL": PROJECT_EMAIL,
 }

@@ -202,8 +202,14 @@ class BuildTree:
         return result
 
     # -- safety ----------------------------------------------------------------------------------
-    def index_lock(self) -> Path:
-        return self.git_dir() / "index.lock"
+    def lock_files(self) -> list[Path]:
+        """Lock files a killed git command leaves behind (index, HEAD, config, refs)."""
+        git_dir = self.git_dir()
+        found = [git_dir / name for name in ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock")]
+        found = [path for path in found if path.exists()]
+        if (git_dir / "refs").is_dir():
+            found += sorted((git_dir / "refs").rglob("*.lock"))
+        return found
 
     def discard_in_progress(self) -> None:
         """End any am, rebase, merge, cherry-pick or revert in progress (take a backup first)."""

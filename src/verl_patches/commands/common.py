@@ -58,19 +58,12 @@ def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
     )
 
 
-def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -> None:
-    """Before build/verl is rebuilt: refuse to lose work, or keep it in a backup; clear what an interrupted
-    command left (an am in progress, a stale index.lock)."""
+def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -> bool:
+    """Before build/verl is rebuilt: refuse to lose work, or keep it in a backup. True when what the tree
+    holds is the command's own to discard: left by an interrupted apply, or given up with --force."""
     state = assess(project, tree)
     if state.work and not (force or state.interrupted_apply):
         refuse_unexported(project, tree, "rebuild the build tree")
-    ours = state.interrupted_apply or force
-    lock = tree.index_lock()
-    if lock.exists() and ours:
-        # Only verl-patches commands use build/verl while we hold the checkout lock: a left-over index.lock
-        # is from one that was killed (or, with --force, the user asked to discard the tree's state).
-        lock.unlink()
-        log(f"removed {lock}, left by an interrupted git command")
     reproducible = (
         state.record is not None
         and state.record.state in (record.COMPLETE, record.FAILED)
@@ -79,8 +72,8 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
         and not state.in_progress
         and not state.dirty
     )
-    base = tree.import_commit(project.load_upstream())
-    has_commits = bool(tree.head()) and tree.head() != base
+    head = tree.head()
+    has_commits = bool(head) and head != tree.import_commit(project.load_upstream())
     if not reproducible and (state.in_progress or state.dirty or has_commits):
         if state.interrupted_apply:
             reason = "what an interrupted apply left in build/verl"
@@ -94,7 +87,7 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
                 f"kept a backup of build/verl: {kept.id} (branch {kept.info['branch']}, {kept.folder}); "
                 "`verl-patches backups` says how to restore it"
             )
-    tree.discard_in_progress()
+    return force or state.interrupted_apply
 
 
 def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
@@ -106,13 +99,20 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     series = project.load_series()
     project.load_patches(series)  # every listed file exists, parses and is listed once
     tree = BuildTree(project.tree_dir)
-    if tree.exists():
-        prepare_rebuild(project, tree, force, log)
+    ours = prepare_rebuild(project, tree, force, log) if tree.exists() else False
     sdist = fetch(upstream, project.cache_dir, log=log)
     source = record.source_digest(project)
+    if tree.exists():
+        record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
+        if ours or not tree.head():
+            # Only verl-patches commands use build/verl while the checkout lock is held, and they take git's
+            # locks only while the record says `applying`: these are left by a command that was killed.
+            for stale in tree.lock_files():
+                stale.unlink(missing_ok=True)
+                log(f"removed {stale}, left by an interrupted git command")
     tree.init()
-    progress = record.Record(state=record.APPLYING, source=source, head=tree.head())
-    record.write(tree.git_dir(), progress)
+    record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
+    tree.discard_in_progress()
     base = tree.import_commit(upstream)
     if base:
         tree.reset_to(base)
