@@ -24,6 +24,11 @@ OPS = (("apply",), ("export",), ("apply", "--force"))
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 
 
+def default_sigint() -> None:
+    """Ctrl-C semantics even when pytest runs where SIGINT is ignored (a background job of a script)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def argv(checkout: Checkout, op: tuple[str, ...]) -> list[str]:
     return [sys.executable, "-m", "verl_patches", op[0], "-C", str(checkout.root), *op[1:]]
 
@@ -76,7 +81,7 @@ def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
         start = time.monotonic()
         assert run(checkout, *op).returncode == 0
         durations[op] = time.monotonic() - start
-    injected, finished_first, recovered = 0, 0, 0
+    injected, finished_first, recovered, cut_short = 0, 0, 0, 0
     by_signal: collections.Counter[str] = collections.Counter()
     by_op: collections.Counter[str] = collections.Counter()
     failures: list[str] = []
@@ -104,7 +109,11 @@ def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
         signum = rng.choice(SIGNALS)
         delay = rng.uniform(0.0, durations[op] * 1.2)
         proc = subprocess.Popen(
-            argv(checkout, op), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+            argv(checkout, op),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=default_sigint,
         )
         time.sleep(delay)
         if proc.poll() is None:
@@ -117,7 +126,8 @@ def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
                 finished_first += 1
         else:
             finished_first += 1
-        proc.wait(timeout=60)
+        if proc.wait(timeout=60) != 0:
+            cut_short += 1
         again = run(checkout, *op)
         status = run(checkout, "status")
         lost = markers - markers_found(checkout, markers)
@@ -134,7 +144,8 @@ def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
     fault_figures.append(
         f"seed {SEED}: {attempts} attempts, {injected} faults injected "
         f"({', '.join(f'{k} {v}' for k, v in sorted(by_signal.items()))}; "
-        f"{', '.join(f'{k} {v}' for k, v in sorted(by_op.items()))}), {finished_first} finished before the signal"
+        f"{', '.join(f'{k} {v}' for k, v in sorted(by_op.items()))}), {cut_short} commands cut short by them, "
+        f"{finished_first} finished before the signal"
     )
     fault_figures.append(
         f"recovered: {recovered} of {attempts} (re-run succeeded, status clean); work lost: {lost_total} of "

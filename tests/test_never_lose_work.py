@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -159,7 +160,8 @@ def test_apply_recovers_from_an_interrupted_am_with_index_lock(checkout, tmp_pat
     (shim / "git").write_text(GIT_SHIM)
     (shim / "git").chmod(0o755)
     env = {"PATH": f"{shim}:{os.environ['PATH']}", "REAL_GIT": shutil.which("git"), "INTERRUPT_ON": names[1]}
-    proc = run_cli(checkout, "apply", env=env)
+    # SIGINT as in a terminal, even when pytest runs where it is ignored (a background job of a script).
+    proc = run_cli(checkout, "apply", env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.returncode == 130, proc.stderr
     assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr
     assert (checkout.tree / ".git/index.lock").exists() and (checkout.tree / ".git/rebase-apply").exists()

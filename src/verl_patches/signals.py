@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
 
 CAUGHT = (signal.SIGTERM, signal.SIGHUP)
@@ -23,6 +24,9 @@ def _raise(signum, frame):
 
 @contextlib.contextmanager
 def as_interrupts() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
     previous = {signum: signal.signal(signum, _raise) for signum in CAUGHT}
     try:
         yield

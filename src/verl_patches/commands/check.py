@@ -55,7 +55,8 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
     if not tree.import_commit(upstream):
         return [finding(f"the build tree is not on {upstream.tag}")]
     state = assess(project, tree)
-    findings = [finding(item, "see the finding above; then run `verl-patches apply`") for item in state.incomplete]
+    todo = "do what the message says; `verl-patches status` shows the state"
+    findings = [finding(item, todo) for item in state.incomplete]
     if state.stale and state.work:
         todo = "both changed: `verl-patches apply --force` (backs up the tree) or `export --force` (backs up patches/)"
         findings += [finding(item.replace("\n", " | "), todo) for item in [*state.stale, *state.work]]
