@@ -6,6 +6,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from verl_patches.errors import VerlPatchesError
@@ -60,10 +61,12 @@ def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
 def run_env(python: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for commands of the venv: its bin/ first on PATH (tests find shellcheck there).
 
-    Python writes no bytecode, wherever PYTHONPYCACHEPREFIX points: the tests run inside the build tree."""
+    Python writes no bytecode, wherever PYTHONPYCACHEPREFIX points, and hypothesis keeps its examples
+    outside: the tests run inside the build tree."""
     env = {**os.environ, **(extra or {})}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PYTHONPYCACHEPREFIX", None)
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "verl-patches-hypothesis"))
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     return env
 
