@@ -108,6 +108,9 @@ def test_patches_changed_since_apply_is_stale_not_work_and_export_refuses(checko
     assert checkout.cli("export") == 1
     assert "patches/ changed since build/verl was built" in capsys.readouterr().err
     assert path.read_bytes() == pulled
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert "changed since build/verl was built" in out and "run `verl-patches export`" not in out
     assert checkout.cli("wheel") == 1
     assert checkout.cli("apply") == 0
     assert "(pulled)" in checkout.user_git("log", "--format=%B")

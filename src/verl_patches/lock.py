@@ -7,7 +7,6 @@ The lock is an flock(2) on the file, so the kernel releases it when its holder e
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import socket
@@ -17,6 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from verl_patches.errors import VerlPatchesError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: commands are not serialised
+    fcntl = None
 
 LOCK_FILE = "verl-patches.lock"
 TIMEOUT_ENV = "VERL_PATCHES_LOCK_TIMEOUT"
@@ -51,12 +55,14 @@ def held(build_dir: Path, command: str, timeout: float | None = None, log=None) 
     """Hold the lock of build_dir while the block runs; wait up to timeout seconds for another holder."""
     build_dir.mkdir(parents=True, exist_ok=True)
     path = (build_dir / LOCK_FILE).resolve()
-    if path in _held:
-        _held[path] += 1
+    if path in _held or fcntl is None:
+        _held[path] = _held.get(path, 0) + 1
         try:
             yield path
         finally:
             _held[path] -= 1
+            if not _held[path]:
+                del _held[path]
         return
     timeout = timeout_from_env() if timeout is None else timeout
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
