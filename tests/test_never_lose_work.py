@@ -268,3 +268,18 @@ def test_a_clone_with_autocrlf_checks_the_patches_out_byte_exact(checkout, tmp_p
     copy = Checkout(root=clone, cache=checkout.cache)
     assert copy.patches() == exported
     assert copy.cli("apply") == 0
+
+
+def test_a_tree_that_already_exports_to_the_changed_patches_is_clean(checkout, capsys):
+    three_patches(checkout)
+    # A new commit id with the same patch (only the committer date differs), and a comment added to series.
+    subprocess.run(
+        ["git", "-C", str(checkout.tree), "commit", "-q", "--amend", "--no-edit"],
+        env={**os.environ, "GIT_COMMITTER_DATE": "2001-01-01T00:00:00Z"},
+        check=True,
+    )
+    with open(checkout.root / "patches/series", "a") as handle:
+        handle.write("# a note from a pull\n")
+    capsys.readouterr()
+    assert checkout.cli("status") == 0
+    assert "clean" in capsys.readouterr().out

@@ -96,13 +96,7 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
             "it. Fix that patch in patches/ and run `verl-patches apply`"
         )
         if head != rec.head:
-            commits = (
-                tree.commits_above(rec.head)
-                if rec.head and tree.git.ok("merge-base", "--is-ancestor", rec.head, "HEAD")
-                else []
-            )
-            listed = [f"{sha[:12]} {subject}" for sha, subject in commits]
-            state.unexported += listed or [f"{head[:12]} (HEAD moved since the failed apply)"]
+            state.unexported += _commits_since(tree, rec.head) or [f"{head[:12]} (HEAD moved since the failed apply)"]
         return state
     if rec and rec.source != record.source_digest(project):
         state.stale.append(
@@ -117,17 +111,24 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
         return state
     exported = tree.export(base)
     commits = [sha for sha, _ in tree.commits_above(base)]
-    if state.stale:
-        if rec and rec.head and tree.git.ok("merge-base", "--is-ancestor", rec.head, "HEAD"):
-            moved = [f"{sha[:12]} {subject}" for sha, subject in tree.commits_above(rec.head)]
-        else:
-            moved = [f"{sha[:12]} {subject}" for sha, subject in tree.commits_above(base)]
-            moved.insert(0, "(history rewritten since the build; the tree's commits:)")
-        if export_differences(project, exported, commits):
-            state.unexported += moved
+    differences = export_differences(project, exported, commits)
+    if not differences:
+        state.stale = []  # the tree's commits export to exactly what patches/ holds now
+    elif state.stale:
+        moved = _commits_since(tree, rec.head) if rec else None
+        if moved is None:
+            moved = ["(history rewritten since the build; the tree's commits:)"] + (_commits_since(tree, base) or [])
+        state.unexported += moved
     else:
-        state.unexported += export_differences(project, exported, commits)
+        state.unexported += differences
     return state
+
+
+def _commits_since(tree: BuildTree, commit: str | None) -> list[str] | None:
+    """'<sha> <subject>' of the commits from commit to HEAD; None when HEAD does not descend from commit."""
+    if not commit or not tree.git.ok("merge-base", "--is-ancestor", commit, "HEAD"):
+        return None
+    return [f"{sha[:12]} {subject}" for sha, subject in tree.commits_above(commit)]
 
 
 def _write_atomic(path: os.PathLike, data: bytes) -> None:
