@@ -20,6 +20,7 @@ COMMANDS = {
     "wheel": ("wheel", "build a reproducible patched wheel into dist/"),
     "table": ("table", "print the series as a table"),
     "prove": ("prove", "per patch: its tests fail without it and pass with it"),
+    "pr": ("pr", "print a patch as a verl pull request (title, branch, body)"),
     "rebase": ("rebase", "replay the series onto a newer verl sdist and classify each patch"),
     "range-diff": ("range_diff", "git range-diff of the series between two refs of this repository"),
     "backups": ("backups", "list the backups taken before work was discarded, and how to restore them"),

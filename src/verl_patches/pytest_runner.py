@@ -15,6 +15,7 @@ from verl_patches.venv import run_env
 # pytest exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors), 5 nothing collected.
 FAILED_CODES = (1, 2)
 _FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+_SHORT_SUMMARY_LINE = re.compile(r"^(?:FAILED|ERROR) \S+.*$", re.M)
 _SUMMARY_LINE = re.compile(r"^=*\s*(.*\d+ (?:passed|failed|error|errors|skipped|deselected).*?)\s*=*$", re.M)
 
 
@@ -23,6 +24,7 @@ class Outcome:
     returncode: int
     failed: tuple[str, ...] = ()
     summary: str = ""
+    lines: tuple[str, ...] = ()  # pytest's short test summary lines (-rfE), with the failure messages
 
     @property
     def passed(self) -> bool:
@@ -50,18 +52,27 @@ class PytestRunner:
         tree_id = tree.git.out("write-tree")
         key = hashlib.sha256("\0".join([tree_id, self.env_stamp, *files]).encode()).hexdigest()
         entry = self._cache.get(key)
-        if isinstance(entry, dict):
+        if isinstance(entry, dict) and "lines" in entry:
             self.cached += 1
-            return Outcome(entry["rc"], tuple(entry["failed"]), entry["summary"])
+            return Outcome(entry["rc"], tuple(entry["failed"]), entry["summary"], tuple(entry["lines"]))
         self.runs += 1
-        env = run_env(self.python, {"PYTHONPATH": str(tree.path), "PYTHONDONTWRITEBYTECODE": "1"})
+        # A wide terminal: pytest cuts its short summary lines (the failure messages) to the width.
+        env = run_env(self.python, {"PYTHONPATH": str(tree.path), "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "400"})
         cmd = [str(self.python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", "--timeout=900", *files]
         proc = subprocess.run(cmd, cwd=tree.path, env=env, capture_output=True, text=True)
         summaries = _SUMMARY_LINE.findall(proc.stdout)
         result = Outcome(
-            proc.returncode, tuple(dict.fromkeys(_FAILED_LINE.findall(proc.stdout))), summaries[-1] if summaries else ""
+            proc.returncode,
+            tuple(dict.fromkeys(_FAILED_LINE.findall(proc.stdout))),
+            summaries[-1] if summaries else "",
+            tuple(dict.fromkeys(_SHORT_SUMMARY_LINE.findall(proc.stdout))),
         )
-        self._cache[key] = {"rc": result.returncode, "failed": list(result.failed), "summary": result.summary}
+        self._cache[key] = {
+            "rc": result.returncode,
+            "failed": list(result.failed),
+            "summary": result.summary,
+            "lines": list(result.lines),
+        }
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         self.cache_path.write_text(json.dumps(self._cache, indent=0, sort_keys=True))
         return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from verl_patches import proof_record
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.commands.table import render
 from verl_patches.layout import Project
@@ -25,6 +26,7 @@ class Proof:
     passed_after: str = SKIP
     earlier_pass: str = SKIP
     problems: list[str] | None = None
+    failures_before: tuple[str, ...] = ()  # pytest's short summary lines without the patch's code
 
     @property
     def ok(self) -> bool:
@@ -56,7 +58,9 @@ def prove(project: Project, runner: PytestRunner, log=print) -> list[Proof]:
                 outside_code = [f for f in patch.files if not f.startswith("verl/") and f not in patch.deleted_files]
                 tree.git.run("checkout", "--quiet", "--force", "--detach", previous)
                 tree.git.run("checkout", commits[index], "--", *outside_code)
-                rc = runner.run(tree, proof.tests)
+                before = runner.outcome(tree, proof.tests)
+                rc = before.returncode
+                proof.failures_before = before.lines
                 proof.failed_before = YES if rc in FAILED_CODES else NO
                 if rc not in FAILED_CODES:
                     proof.problems.append(f"its tests do not fail without its code (pytest exit {rc})")
@@ -103,6 +107,17 @@ def main(argv: list[str] | None = None) -> int:
     stamp = requirements_stamp([project.requirements_path])
     runner = PytestRunner(python=python, cache_path=cache, env_stamp=stamp)
     proofs = prove(project, runner)
+    proof_record.update(
+        project.build_dir / proof_record.RECORD_FILE,
+        {
+            p.patch.name: {
+                "sha256": proof_record.digest(project.patch_path(p.patch.name).read_bytes()),
+                "failed_before": list(p.failures_before),
+            }
+            for p in proofs
+            if p.failed_before == YES
+        },
+    )
     print(table(proofs))
     bad = [p for p in proofs if not p.ok]
     for proof in bad:

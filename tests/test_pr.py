@@ -1,0 +1,153 @@
+"""pr: a patch printed as a verl pull request, checked with verl's own PR title and description checks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from conftest import make_sdist, sha256
+from test_lifecycle import BUGGY, add_clamp_fix
+
+from verl_patches.layout import Project
+from verl_patches.model.patch import Patch
+from verl_patches.model.pull_request import build, split_template
+
+TEMPLATE = """\
+### What does this PR do?
+
+> Add **concise** overview of what this PR aims to achieve or accomplish.
+
+### Checklist Before Starting
+
+- [ ] Search for similar PRs.
+
+### Test
+
+> For changes that can not be tested by CI, validate by experiment(s).
+
+### API and Usage Example
+
+> Demonstrate how the API changes if any.
+
+### Design & Code Changes
+
+> Demonstrate the high-level design if this PR is complex, and list the specific changes.
+"""
+
+ARCHIVE = Path(__file__).resolve().parents[1].parent / "shared" / "upstream" / "verl-0.9.0.tar.gz"
+UPSTREAM_FILES = (
+    ".github/PULL_REQUEST_TEMPLATE.md",
+    "tests/special_sanity/check_pr_title.py",
+    "tests/special_sanity/check_pr_description.py",
+)
+
+
+@pytest.fixture
+def with_template(checkout, monkeypatch):
+    monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
+    sdist = make_sdist(
+        checkout.cache, "1.0.0", {"verl/models/clamp.py": BUGGY, ".github/PULL_REQUEST_TEMPLATE.md": TEMPLATE}
+    )
+    checkout.pin("1.0.0", sha256(sdist))
+    assert checkout.cli("apply") == 0
+    add_clamp_fix(checkout)
+    assert checkout.cli("export") == 0
+    return checkout
+
+
+def test_pr_fills_the_template_from_the_message(with_template, capsys):
+    capsys.readouterr()
+    assert with_template.cli("pr", "1") == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(
+        "title: [megatron] fix: clamp negative values\nbranch: verl-patches/megatron-fix-clamp-negative-values\n"
+    )
+    what = out.split("### What does this PR do?\n\n", 1)[1].split("\n### ", 1)[0]
+    assert what.strip() == "p."
+    design = out.split("### Design & Code Changes\n\n", 1)[1]
+    assert design.startswith("f.\n\nFiles changed:\n\n- `tests/models/test_clamp_on_cpu.py` (new)\n")
+    assert "- `verl/models/clamp.py`\n" in design
+    assert "Upstream-Status" not in out
+    assert "> Demonstrate how the API changes if any." in out  # left for the author, and said so
+    assert "API and Usage Example" in err and "has not recorded" in err
+
+
+def test_pr_shows_the_failures_prove_recorded_for_this_version_only(with_template, capsys):
+    assert with_template.cli("prove") == 0
+    capsys.readouterr()
+    assert with_template.cli("pr", "megatron-fix-clamp-negative-values") == 0
+    out, err = capsys.readouterr()
+    test = out.split("### Test\n\n", 1)[1].split("\n### ", 1)[0]
+    assert "FAILED tests/models/test_clamp_on_cpu.py::test_clamp - assert -1 == 0" in test
+    assert "has not recorded" not in err
+    # A new version of the patch (here: another message) does not inherit the old record.
+    with_template.user_git(
+        "commit",
+        "-q",
+        "--amend",
+        "-m",
+        "[megatron] fix: clamp negative values\n\nProblem: q.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\n",
+    )
+    assert with_template.cli("export") == 0
+    capsys.readouterr()
+    assert with_template.cli("pr", "1") == 0
+    out, err = capsys.readouterr()
+    assert "FAILED" not in out and "has not recorded" in err
+
+
+def test_pr_field_and_bad_selection(with_template, capsys):
+    capsys.readouterr()
+    assert with_template.cli("pr", "1", "--field", "title") == 0
+    assert capsys.readouterr().out == "[megatron] fix: clamp negative values\n"
+    assert with_template.cli("pr", "2") == 1
+    assert "no patch number 2: the series has 1 patch(es)" in capsys.readouterr().err
+    assert with_template.cli("pr", "nope") == 1
+    assert "no patch named 'nope'" in capsys.readouterr().err
+
+
+def test_pr_needs_a_base_with_the_template(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_clamp_fix(checkout)
+    assert checkout.cli("export") == 0
+    capsys.readouterr()
+    assert checkout.cli("pr", "1") == 1
+    assert "the build tree has no .github/PULL_REQUEST_TEMPLATE.md" in capsys.readouterr().err
+
+
+def test_split_template_keeps_every_section_in_order():
+    preamble, sections = split_template("intro\n## A\n\none\n### B\ntwo\n")
+    assert preamble == "intro"
+    assert [(s.heading, s.title, s.text) for s in sections] == [("## A", "A", "\none"), ("### B", "B", "two")]
+
+
+@pytest.mark.skipif(not ARCHIVE.is_file(), reason="verl's v0.9.0 repository archive is not beside the project")
+def test_every_patch_passes_verls_own_pr_checks(tmp_path):
+    """The series' PRs against verl's own check_pr_title.py and check_pr_description.py (sanity.yml)."""
+    with tarfile.open(ARCHIVE) as archive:
+        for name in UPSTREAM_FILES:
+            target = tmp_path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(archive.extractfile(f"verl-0.9.0/{name}").read())
+    template = (tmp_path / UPSTREAM_FILES[0]).read_text(encoding="utf-8")
+    project = Project(Path(__file__).resolve().parents[1])
+
+    def check(script: str, title: str, body: str) -> subprocess.CompletedProcess:
+        event = tmp_path / "event.json"
+        event.write_text(json.dumps({"pull_request": {"title": title, "body": body}}))
+        env = {"PR_TITLE": title, "GITHUB_EVENT_PATH": str(event), "GITHUB_WORKSPACE": str(tmp_path), "PATH": ""}
+        return subprocess.run([sys.executable, str(tmp_path / script)], env=env, capture_output=True, text=True)
+
+    # The checks can fail: the bare template and a free-form title are refused.
+    assert check(UPSTREAM_FILES[2], "[megatron] fix: x", template).returncode != 0
+    assert check(UPSTREAM_FILES[1], "fix the mask", template).returncode != 0
+    patches = project.load_patches()
+    assert patches
+    for patch in patches:
+        pr = build(patch, template, failures=None)
+        assert check(UPSTREAM_FILES[1], pr.title, pr.body).returncode == 0, patch.name
+        assert check(UPSTREAM_FILES[2], pr.title, pr.body).returncode == 0, patch.name
+        assert isinstance(Patch.parse(patch.name, project.patch_path(patch.name).read_bytes()), Patch)
