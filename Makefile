@@ -48,8 +48,8 @@ $(CI_STEPS:%=ci-%): tool
 	ci/job.sh $(@:ci-%=%)
 
 # A kit that runs the series' GPU tests on a CUDA host with torch and no network (docs/gpu-evidence.md).
-gpu-kit: tool
-	ci/build_gpu_kit.sh
+gpu-kit: apply
+	$(BIN)/python ci/gpu_kit/build.py
 
 test-tool: tool
 	$(BIN)/python -m pytest tests
