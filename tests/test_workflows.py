@@ -13,6 +13,8 @@ import pytest
 from conftest import Checkout, make_sdist, sha256
 from replay import Replay, ReplayError, fresh_copy
 
+from verl_patches.layout import Project
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 JOB_SCRIPT = ROOT / "ci" / "job.sh"
@@ -208,3 +210,8 @@ def test_the_dry_run_switch_accepts_only_0_and_1(value):
     )
     assert proc.returncode == 2
     assert f"CI_DRY_RUN must be 0 or 1, not '{value}'" in proc.stderr
+
+
+def test_the_npu_smoke_script_path_is_one_the_series_adds():
+    added = {path for patch in Project(ROOT).load_patches() for path in patch.added_files}
+    assert smoke_script_path() in added, f"no patch adds {smoke_script_path()} (NPU_SMOKE_SCRIPT in ci/job.sh)"

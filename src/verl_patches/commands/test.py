@@ -69,7 +69,7 @@ def series_tests(project: Project, suffix: str) -> list[str]:
 
 def requirements_of(project: Project, args) -> list[Path]:
     requirements = [project.requirements_path]
-    if args.upstream and not args.gpu:
+    if args.upstream:  # what verl's own suite needs beyond the series' tests (CPU or GPU)
         requirements.append(project.root / "requirements" / "cpu-upstream.txt")
     if args.npu:
         requirements.append(project.root / "requirements" / "npu.txt")
