@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 # The NPU smoke script, relative to the patched tree.
 NPU_SMOKE_SCRIPT=${NPU_SMOKE_SCRIPT:-examples/grpo_trainer/run_qwen3_5_0_8b_thd_smoke_megatron.sh}
-TOOL=${TOOL:-.venv/bin/verl-patches}
+TOOL=.venv/bin/verl-patches
 TREE=build/verl
 RESULTS=${CI_RESULTS_DIR:-build/ci}
 DRY=0
@@ -84,6 +84,28 @@ gpu-upstream)
 gpu-distributed)
     tool_test --distributed --nproc "${CI_NPROC:-2}"
     ;;
+gpu-extras)
+    # Optional verl extras (e.g. gpu: flash-attn, built from source for torch 2.13) into build/venv.
+    if [ -z "${VERL_EXTRAS:-}" ]; then
+        echo "no verl extras requested (VERL_EXTRAS is empty)"
+        exit 0
+    fi
+    [[ "$VERL_EXTRAS" =~ ^[a-z0-9_,-]+$ ]] || die "VERL_EXTRAS must be a comma-separated list of extras, not '$VERL_EXTRAS'"
+    python=build/venv/bin/python
+    [ "$DRY" = 1 ] || [ -x "$python" ] || die "$python is missing: run make venv first"
+    run_venv() {
+        if [ "$DRY" = 1 ]; then echo "+ (dry run) $*"; else echo "+ $*" && "$@"; fi
+    }
+    # Built from a copy of the tree's HEAD, so that the build writes nothing into build/verl.
+    copy=$(mktemp -d)
+    git -C "$TREE" archive HEAD | tar -x -C "$copy"
+    run_venv "$python" -m pip install --quiet ninja
+    run_venv env MAX_JOBS="${MAX_JOBS:-4}" "$python" -m pip install --no-build-isolation \
+        --constraint requirements/cpu-test.txt "${copy}[${VERL_EXTRAS}]"
+    # The extras' packages stay; verl itself is imported from the tree.
+    run_venv "$python" -m pip uninstall --yes verl
+    rm -rf "$copy"
+    ;;
 npu-info)
     command -v npu-smi >/dev/null || die "npu-smi is not on PATH: this is no Ascend host"
     npu-smi info
@@ -131,7 +153,7 @@ npu-smoke)
     .venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml "$metrics"
     ;;
 *)
-    die "unknown step '${step}' (gpu-info, venv, gpu-tests, gpu-upstream, gpu-distributed, npu-info, npu-venv,
-npu-tests, ray-stop, npu-smoke)"
+    die "unknown step '${step}' (gpu-info, venv, gpu-extras, gpu-tests, gpu-upstream, gpu-distributed, npu-info,
+npu-venv, npu-tests, ray-stop, npu-smoke)"
     ;;
 esac

@@ -43,6 +43,8 @@ class Replay:
     temp: Path
     vars: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    # workflow_dispatch inputs given to the run (the others take their defaults)
+    given: dict[str, str] = field(default_factory=dict)
 
     def load(self) -> dict:
         data = yaml.safe_load(self.workflow.read_text(encoding="utf-8"))
@@ -53,7 +55,10 @@ class Replay:
     def inputs(self, data: dict) -> dict[str, str]:
         dispatch = data["on"].get("workflow_dispatch") if isinstance(data["on"], dict) else None
         inputs = (dispatch or {}).get("inputs") or {}
-        return {name: str(spec.get("default", "")) for name, spec in inputs.items()}
+        unknown = set(self.given) - set(inputs)
+        if unknown:
+            raise ReplayError(f"{self.workflow.name} has no inputs {sorted(unknown)}")
+        return {name: self.given.get(name, str(spec.get("default", ""))) for name, spec in inputs.items()}
 
     def expand(self, value, context: dict[str, dict[str, str]], where: str) -> str:
         def one(match: re.Match) -> str:

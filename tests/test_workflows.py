@@ -146,6 +146,18 @@ def test_the_gpu_job_selects_verls_gpu_unit_tests_from_the_patched_tree(runner):
     assert "--nproc_per_node" not in step_output(results, "Run the series' 2-GPU tests")  # no such test here
 
 
+def test_verl_extras_are_added_only_on_request(runner):
+    gpu = ROOT / ".github" / "workflows" / "gpu.yml"
+    assert "no verl extras requested" in step_output(replay(runner, gpu), "Add verl extras")
+    runner.given = {"extras": "gpu"}
+    out = step_output(replay(runner, gpu), "Add verl extras")
+    assert "+ (dry run) env MAX_JOBS=4 build/venv/bin/python -m pip install --no-build-isolation" in out
+    assert out.rstrip().endswith("pip uninstall --yes verl")
+    runner.given = {"extras": "gpu; rm -rf ~"}
+    results = replay(runner, gpu)
+    assert "VERL_EXTRAS must be a comma-separated list of extras" in failures(results)[0]
+
+
 def test_the_npu_job_checks_the_cann_release(runner):
     runner.vars["NPU_CANN_VERSION"] = "8.5.0"
     results = replay(runner, ROOT / ".github" / "workflows" / "npu.yml")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -89,6 +90,8 @@ def plan(project: Project, tree: BuildTree, python: Path, args) -> list[tuple[st
     if args.distributed:
         files = [f for f in series_tests(project, ".py") if f.startswith(DISTRIBUTED_DIR)]
         files = [f for f in files if Path(f).name.startswith("test_") and (tree.path / f).exists()]
+        if not files:
+            print(f"no {DISTRIBUTED_DIR}test_*.py in the series: nothing to run")
         run = [str(python), "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={args.nproc}"]
         return [(f"torchrun-{Path(f).stem}", [*run, f]) for f in files]
     suffix = "_on_gpu.py" if args.gpu else "_on_cpu.py"
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         raise VerlPatchesError(f"no build tree at {tree.path}: run `verl-patches apply`")
     requirements = requirements_of(project, args)
     if args.list:
-        python = project.venv_dir / "bin" / "python"
+        python = Path(os.environ.get("VERL_PATCHES_PYTHON") or project.venv_dir / "bin" / "python")
         print(f"+ prepare {project.venv_dir} from {', '.join(p.name for p in requirements)}")
         if not args.venv_only:
             for _, cmd in plan(project, tree, python, args):
