@@ -28,14 +28,14 @@ def pytest_selection(command: str) -> list[str]:
     i = 0
     while i < len(words):
         word = words[i]
-        name, sep, value = word.partition("=")
+        name, sep, value = word.partition("=") if word.startswith("--") else (word, "", "")
         if name in _SELECTING:
             if not sep:
                 i += 1
                 if i == len(words):
                     raise ValueError(f"{name} without a value in {command!r}")
                 value = words[i]
-            selection.append(f"{name}={value}")
+            selection += [f"{name}={value}"] if name.startswith("--") else [name, value]
         elif not word.startswith("-"):
             selection.append(word)
         i += 1
