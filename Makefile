@@ -6,6 +6,13 @@ TOOL := $(BIN)/verl-patches
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: all build tool apply check wheel table test test-tool test-series test-wheel lint prove bench clean distclean
+# The index torch is installed from into build/venv (empty: pip's own configuration), e.g.
+# https://download.pytorch.org/whl/cpu or .../cu128. Part of build/venv's stamp: a change rebuilds it.
+TORCH_INDEX_URL ?=
+export TORCH_INDEX_URL
+# CI steps (ci/job.sh); CI_DRY_RUN=1 prints their heavy commands instead of running them.
+CI_STEPS := gpu-info gpu-extras gpu-tests gpu-upstream gpu-distributed npu-info npu-venv npu-tests npu-smoke ray-stop
+.PHONY: venv gpu-kit $(CI_STEPS:%=ci-%)
 
 all: build
 
@@ -25,7 +32,24 @@ build: tool
 apply check wheel table prove: tool
 	$(TOOL) $@
 
-test: lint test-tool test-series test-wheel
+TEST_PARTS := lint test-tool test-series test-wheel
+ifeq ($(CI_DRY_RUN),1)
+test: tool
+	$(MAKE) --dry-run $(TEST_PARTS)
+else
+test: $(TEST_PARTS)
+endif
+
+# build/venv: the pinned test environment (apply first: make or make apply).
+venv: tool
+	ci/job.sh venv
+
+$(CI_STEPS:%=ci-%): tool
+	ci/job.sh $(@:ci-%=%)
+
+# A kit that runs the series' GPU tests on a CUDA host with torch and no network (docs/gpu-evidence.md).
+gpu-kit: apply
+	$(BIN)/python ci/gpu_kit/build.py
 
 test-tool: tool
 	$(BIN)/python -m pytest tests

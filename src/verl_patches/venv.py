@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -12,16 +13,24 @@ from pathlib import Path
 from verl_patches.errors import VerlPatchesError
 
 STAMP = ".verl-patches-requirements"
+# The index torch is installed from (e.g. https://download.pytorch.org/whl/cpu); empty: pip's own configuration.
+TORCH_INDEX_ENV = "TORCH_INDEX_URL"
 
 
 def _python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 
 
+def torch_index() -> str:
+    return os.environ.get(TORCH_INDEX_ENV, "").strip()
+
+
 def requirements_stamp(requirements: list[Path]) -> str:
-    """Changes whenever the interpreter or a requirements file changes (missing files count as empty)."""
+    """Changes whenever the interpreter, the torch index or a requirements file changes (missing files count as
+    empty)."""
     digest = hashlib.sha256(sys.version.encode())
     digest.update(os.environ.get("VERL_PATCHES_PYTHON", "").encode())
+    digest.update(f"\0{TORCH_INDEX_ENV}={torch_index()}\0".encode())
     for path in requirements:
         digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()
@@ -42,10 +51,8 @@ def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
         log(f"preparing {venv} from {', '.join(p.name for p in requirements)} (a few minutes the first time)")
         if not python.exists():
             _run([sys.executable, "-m", "venv", str(venv)])
-        cmd = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        for path in requirements:
-            cmd += ["-r", str(path)]
-        _run(cmd)
+        for cmd in install_commands(python, requirements, torch_index()):
+            _run(cmd)
         stamp_path.write_text(wanted + "\n")
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -56,6 +63,32 @@ def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
     # The tree is imported in place (no editable install: that would write into the tree).
     (Path(purelib) / "verl_patches_tree.pth").write_text(f"{tree.resolve()}\n")
     return python
+
+
+def torch_requirement(requirements: list[Path]) -> str:
+    """The `torch==X` line of the requirements files (the build of torch comes from the torch index)."""
+    for path in requirements:
+        for line in path.read_text().splitlines() if path.exists() else []:
+            text = line.split("#", 1)[0].strip()
+            if re.match(r"torch\s*==", text):
+                return text.replace(" ", "")
+    names = ", ".join(str(p) for p in requirements)
+    raise VerlPatchesError(f"{TORCH_INDEX_ENV} is set, but no `torch==<version>` pin is in {names}")
+
+
+def install_commands(python: Path, requirements: list[Path], index: str) -> list[list[str]]:
+    """pip commands that install the requirements. With a torch index, torch comes first and from that index
+    alone, ignoring pip's configuration (--isolated), so the build of torch does not depend on the machine."""
+    pip = [str(python), "-m", "pip"]
+    quiet = ["--quiet", "--disable-pip-version-check"]
+    commands = []
+    if index:
+        commands.append([*pip, "--isolated", "install", *quiet, "--index-url", index, torch_requirement(requirements)])
+    rest = [*pip, "install", *quiet]
+    for path in requirements:
+        rest += ["-r", str(path)]
+    commands.append(rest)
+    return commands
 
 
 def run_env(python: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

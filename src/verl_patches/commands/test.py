@@ -2,20 +2,59 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
+from pathlib import Path
 
 from verl_patches.commands.common import apply_series, parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.tree import BuildTree
+from verl_patches.upstream_ci import gpu_unit_test_args
 from verl_patches.venv import ensure, run_env
+
+DISTRIBUTED_DIR = "tests/special_distributed/"
+
+# Printed by the device probes below as one line: torch version, device API version, available, device count.
+_CUDA_PROBE = (
+    "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), torch.cuda.device_count())"
+)
+_NPU_PROBE = (
+    "import torch, torch_npu; print(torch.__version__, torch_npu.__version__, torch.npu.is_available(), "
+    "torch.npu.device_count())"
+)
 
 
 def build_parser():
     p = parser("test", "Apply the series, prepare build/venv and run the series' tests with pytest.")
     p.add_argument("--no-apply", action="store_true", help="test build/verl as it is (uncommitted edits included)")
-    p.add_argument("--gpu", action="store_true", help="run the series' *_on_gpu.py tests instead of *_on_cpu.py")
-    p.add_argument("--upstream", action="store_true", help="also run verl's own CPU suite (tests/**/*_on_cpu.py)")
+    device = p.add_mutually_exclusive_group()
+    device.add_argument(
+        "--gpu",
+        action="store_true",
+        help="run the series' *_on_gpu.py tests instead of *_on_cpu.py; fails when torch in build/venv sees no CUDA",
+    )
+    device.add_argument(
+        "--npu",
+        action="store_true",
+        help="run the series' *_on_cpu.py tests with torch_npu (requirements/npu.txt) live; fails without an NPU",
+    )
+    device.add_argument(
+        "--distributed",
+        action="store_true",
+        help=f"run the series' {DISTRIBUTED_DIR}test_*.py under torchrun when --nproc CUDA devices are visible",
+    )
+    p.add_argument("--nproc", type=int, default=2, help="processes per torchrun with --distributed (default 2)")
+    p.add_argument(
+        "--upstream",
+        action="store_true",
+        help="also run verl's own suite: its CPU tests (tests/**/*_on_cpu.py), or with --gpu its GPU unit tests "
+        "as its .github/workflows/gpu_unit_tests.yml selects them",
+    )
+    p.add_argument("--junit-dir", metavar="DIR", help="write one junit XML per pytest run into DIR")
+    p.add_argument("--venv-only", action="store_true", help="prepare build/venv and run nothing")
+    p.add_argument("--list", action="store_true", help="print the commands that would run; prepare and run nothing")
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p
 
@@ -29,31 +68,104 @@ def series_tests(project: Project, suffix: str) -> list[str]:
     return list(files)
 
 
-def run_pytest(python, tree: BuildTree, targets: list[str], extra: list[str]) -> int:
-    cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--timeout=900", *extra, *targets]
-    print("+ " + " ".join(cmd), flush=True)
-    return subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
+def requirements_of(project: Project, args) -> list[Path]:
+    requirements = [project.requirements_path]
+    if args.upstream:  # what verl's own suite needs beyond the series' tests (CPU or GPU)
+        requirements.append(project.root / "requirements" / "cpu-upstream.txt")
+    if args.npu:
+        requirements.append(project.root / "requirements" / "npu.txt")
+    return requirements
+
+
+def plan(project: Project, tree: BuildTree, python: Path, args) -> list[tuple[str, list[str]]]:
+    """The commands to run, each with a label (its junit file name), in order."""
+    junit = Path(args.junit_dir).resolve() if args.junit_dir else None
+
+    def pytest(label: str, targets: list[str], extra: list[str]) -> tuple[str, list[str]]:
+        cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--timeout=900", *extra]
+        if junit:
+            cmd.append(f"--junitxml={junit / (label + '.xml')}")
+        return label, [*cmd, *args.pytest_args, *targets]
+
+    if args.distributed:
+        files = [f for f in series_tests(project, ".py") if f.startswith(DISTRIBUTED_DIR)]
+        files = [f for f in files if Path(f).name.startswith("test_") and (tree.path / f).exists()]
+        if not files:
+            print(f"no {DISTRIBUTED_DIR}test_*.py in the series: nothing to run")
+        run = [str(python), "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={args.nproc}"]
+        return [(f"torchrun-{Path(f).stem}", [*run, f]) for f in files]
+    suffix = "_on_gpu.py" if args.gpu else "_on_cpu.py"
+    targets = [path for path in series_tests(project, suffix) if (tree.path / path).exists()]
+    commands = []
+    if targets:
+        commands.append(pytest("series-gpu" if args.gpu else "series-npu" if args.npu else "series-cpu", targets, []))
+    else:
+        print(f"no *{suffix} tests in the series ({len(project.load_series().names)} patch(es)): nothing to run")
+    if args.upstream and args.gpu:
+        commands.append(pytest("upstream-gpu", gpu_unit_test_args(tree.path), []))
+    elif args.upstream:
+        commands.append(pytest("upstream-cpu", ["tests/"], ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto"]))
+    return commands
+
+
+def probe(python: Path, script: str) -> list[str]:
+    proc = subprocess.run([str(python), "-c", script], capture_output=True, text=True, env=run_env(python))
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise VerlPatchesError(f"{python} cannot probe its device: {tail}")
+    return proc.stdout.split()
+
+
+def require_device(python: Path, args) -> int:
+    """Fail unless the device the tests are for is visible; returns the number of devices."""
+    if args.gpu or args.distributed:
+        version, cuda, available, count = probe(python, _CUDA_PROBE)
+        if available != "True":
+            raise VerlPatchesError(
+                f"torch {version} in {python} sees no CUDA device (torch.version.cuda={cuda}): the GPU tests would "
+                "only skip. Install a CUDA build (TORCH_INDEX_URL) on a host with a visible GPU."
+            )
+        print(f"torch {version}, CUDA {cuda}, {count} visible GPU(s)")
+        return int(count)
+    if args.npu:
+        version, npu_version, available, count = probe(python, _NPU_PROBE)
+        if available != "True":
+            raise VerlPatchesError(f"torch {version} with torch_npu {npu_version} in {python} sees no NPU")
+        print(f"torch {version}, torch_npu {npu_version}, {count} visible NPU(s)")
+        return int(count)
+    return 0
 
 
 @reports_errors
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.upstream and (args.npu or args.distributed):
+        raise VerlPatchesError("--upstream goes with the CPU tests or with --gpu only")
+    if args.nproc < 1:
+        raise VerlPatchesError(f"--nproc must be at least 1, got {args.nproc}")
     project = project_of(args)
-    tree = BuildTree(project.tree_dir) if args.no_apply else apply_series(project)
+    tree = BuildTree(project.tree_dir) if args.no_apply or args.list else apply_series(project)
     if not tree.exists():
         raise VerlPatchesError(f"no build tree at {tree.path}: run `verl-patches apply`")
-    requirements = [project.requirements_path]
-    if args.upstream:
-        requirements.append(project.root / "requirements" / "cpu-upstream.txt")
+    requirements = requirements_of(project, args)
+    if args.list:
+        python = Path(os.environ.get("VERL_PATCHES_PYTHON") or project.venv_dir / "bin" / "python")
+        print(f"+ prepare {project.venv_dir} from {', '.join(p.name for p in requirements)}")
+        if not args.venv_only:
+            for _, cmd in plan(project, tree, python, args):
+                print("+ " + shlex.join(cmd))
+        return 0
     python = ensure(project.venv_dir, requirements, tree.path)
-    suffix = "_on_gpu.py" if args.gpu else "_on_cpu.py"
-    targets = [path for path in series_tests(project, suffix) if (tree.path / path).exists()]
-    status = 0
-    if targets:
-        status = run_pytest(python, tree, targets, args.pytest_args)
-    else:
-        print(f"no *{suffix} tests in the series ({len(project.load_series().names)} patch(es)): nothing to run")
-    if args.upstream and status == 0:
-        extra = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", *args.pytest_args]
-        status = run_pytest(python, tree, ["tests/"], extra)
-    return status
+    if args.venv_only:
+        return 0
+    devices = require_device(python, args)
+    commands = plan(project, tree, python, args)
+    if args.distributed and devices < args.nproc:
+        print(f"{devices} visible GPU(s); the distributed tests need {args.nproc}: not run")
+        return 0
+    for _, cmd in commands:
+        print("+ " + shlex.join(cmd), flush=True)
+        status = subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
+        if status != 0:
+            return status
+    return 0

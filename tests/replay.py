@@ -1,0 +1,164 @@
+"""Replay a GitHub Actions workflow's `run:` steps on this machine, in order, in a fresh copy of the project.
+
+Only what the project's workflows use is supported: `${{ }}` expressions of the forms `inputs.X`, `vars.X`,
+`runner.temp`, `github.workspace` and `'literal'`, joined by `||`, in `env:` values (never in `run:`); `uses:` steps
+of the actions in ACTIONS, which the replay stands in for (the copy is the checkout, this interpreter the Python);
+`working-directory`; `$GITHUB_ENV`. Job and step `if:` conditions are not evaluated: every step runs until one fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+ACTIONS = ("actions/checkout", "actions/setup-python", "actions/upload-artifact")
+_EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+# Variables of the outer process that must not leak into the replayed steps.
+_DROP = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "VERL_PATCHES_BUILD_DIR", "VERL_PATCHES_PYTHON", "VIRTUAL_ENV")
+
+
+class ReplayError(Exception):
+    """The workflow uses something the replay cannot stand in for."""
+
+
+@dataclass
+class StepResult:
+    job: str
+    name: str
+    returncode: int
+    output: str
+
+
+@dataclass
+class Replay:
+    workflow: Path
+    workspace: Path
+    temp: Path
+    vars: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    # workflow_dispatch inputs given to the run (the others take their defaults)
+    given: dict[str, str] = field(default_factory=dict)
+
+    def load(self) -> dict:
+        data = yaml.safe_load(self.workflow.read_text(encoding="utf-8"))
+        # YAML 1.1 reads the key `on` as True.
+        data["on"] = data.pop(True, data.get("on")) or {}
+        return data
+
+    def inputs(self, data: dict) -> dict[str, str]:
+        dispatch = data["on"].get("workflow_dispatch") if isinstance(data["on"], dict) else None
+        inputs = (dispatch or {}).get("inputs") or {}
+        unknown = set(self.given) - set(inputs)
+        if unknown:
+            raise ReplayError(f"{self.workflow.name} has no inputs {sorted(unknown)}")
+        return {name: self.given.get(name, str(spec.get("default", ""))) for name, spec in inputs.items()}
+
+    def expand(self, value, context: dict[str, dict[str, str]], where: str) -> str:
+        def one(match: re.Match) -> str:
+            for alternative in match.group(1).split("||"):
+                alternative = alternative.strip()
+                literal = re.fullmatch(r"'([^']*)'", alternative)
+                if literal:
+                    result = literal.group(1)
+                else:
+                    scope, _, name = alternative.partition(".")
+                    if scope not in context or not name:
+                        raise ReplayError(f"{where}: unsupported expression {match.group(0)}")
+                    result = context[scope].get(name, "")
+                if result:
+                    return result
+            return ""
+
+        return _EXPR.sub(one, str(value))
+
+    def run_job(self, name: str, job: dict, data: dict) -> list[StepResult]:
+        context = {
+            "inputs": self.inputs(data),
+            "vars": self.vars,
+            "runner": {"temp": str(self.temp)},
+            "github": {"workspace": str(self.workspace)},
+        }
+        env = {k: v for k, v in os.environ.items() if k not in _DROP}
+        github_env = self.temp / f"{name}.env"
+        github_env.write_text("")
+        env.update(
+            CI="true",
+            GITHUB_ACTIONS="true",
+            GITHUB_WORKSPACE=str(self.workspace),
+            GITHUB_ENV=str(github_env),
+            GITHUB_OUTPUT=str(self.temp / f"{name}.output"),
+            GITHUB_STEP_SUMMARY=str(self.temp / f"{name}.summary"),
+            RUNNER_TEMP=str(self.temp),
+        )
+        env.update(self.env)
+        for level, values in (("workflow", data.get("env")), (f"job {name}", job.get("env"))):
+            for key, value in (values or {}).items():
+                env[key] = self.expand(value, context, f"{level} env {key}")
+        results = []
+        for i, step in enumerate(job.get("steps", [])):
+            label = step.get("name") or step.get("uses") or f"step {i + 1}"
+            if "uses" in step:
+                action = step["uses"].split("@")[0]
+                if action not in ACTIONS:
+                    raise ReplayError(f"job {name}: the replay cannot stand in for {step['uses']}")
+                continue
+            script = step["run"]
+            if _EXPR.search(script):
+                raise ReplayError(f"job {name}, {label}: pass expressions through env:, not inside run:")
+            step_env = dict(env)
+            for key, value in (step.get("env") or {}).items():
+                step_env[key] = self.expand(value, context, f"{label} env {key}")
+            for line in github_env.read_text().splitlines():
+                key, sep, value = line.partition("=")
+                if sep:
+                    step_env[key] = env[key] = value
+            cwd = self.workspace / self.expand(step.get("working-directory", "."), context, label)
+            proc = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                cwd=cwd,
+                env=step_env,
+                capture_output=True,
+                text=True,
+            )
+            results.append(StepResult(name, label, proc.returncode, proc.stdout + proc.stderr))
+            if proc.returncode != 0:
+                break
+        return results
+
+
+def fresh_copy(project: Path, target: Path, edit: Callable[[Path], None] | None = None) -> Path:
+    """The project's working tree as a checkout gives it: tracked and untracked files that git does not ignore,
+    committed in a new repository; nothing that is ignored (build/, .venv/, dist/). edit(target) runs before the
+    commit."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=project,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        source = project / rel
+        if source.is_file():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / rel, follow_symlinks=False)
+    if edit:
+        edit(target)
+    git_env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "replay",
+        "GIT_AUTHOR_EMAIL": "replay@example.invalid",
+        "GIT_COMMITTER_NAME": "replay",
+        "GIT_COMMITTER_EMAIL": "replay@example.invalid",
+    }
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "replay"]):
+        subprocess.run(["git", *cmd], cwd=target, env=git_env, check=True, capture_output=True)
+    return target
