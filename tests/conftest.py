@@ -76,7 +76,8 @@ class Checkout:
 
     def pin(self, version: str, sha: str) -> None:
         (self.root / "upstream.toml").write_text(
-            f'[upstream]\nname = "verl"\nversion = "{version}"\nsha256 = "{sha}"\n', encoding="utf-8"
+            f'[upstream]\nname = "verl"\nversion = "{version}"\nsource = "pypi-sdist"\nsha256 = "{sha}"\n',
+            encoding="utf-8",
         )
 
     def user_git(self, *args: str, input: str | None = None) -> str:

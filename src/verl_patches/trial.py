@@ -9,7 +9,7 @@ from pathlib import Path
 
 from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
-from verl_patches.sdist import fetch
+from verl_patches.source import fetch
 from verl_patches.tree import BuildTree
 
 
@@ -27,7 +27,9 @@ def linked_worktree(main: BuildTree, commit: str, branch: str = "scratch") -> It
 
 
 @contextlib.contextmanager
-def scratch_tree(main: BuildTree, upstream: Upstream, cache_dir: Path, log=print) -> Iterator[BuildTree]:
+def scratch_tree(
+    main: BuildTree, upstream: Upstream, cache_dir: Path, log=print, mirror: str | None = None
+) -> Iterator[BuildTree]:
     """A BuildTree at the import commit of upstream, without touching main's work tree.
 
     A linked worktree of main when main already has that import (fast); otherwise a fresh repository.
@@ -39,7 +41,7 @@ def scratch_tree(main: BuildTree, upstream: Upstream, cache_dir: Path, log=print
         return
     with tempfile.TemporaryDirectory(prefix="verl-patches-trial-") as tmp:
         tree = BuildTree(Path(tmp) / "tree")
-        tree.import_sdist(upstream, fetch(upstream, cache_dir, log=log))
+        tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log))
         yield tree
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable
 
 from verl_patches.errors import UnexportedWorkError, VerlPatchesError
 from verl_patches.layout import Project
-from verl_patches.sdist import fetch
+from verl_patches.source import import_pinned, mirror_from
 from verl_patches.sync import unexported_work
 from verl_patches.tree import BuildTree
 from verl_patches.trial import apply_each
@@ -18,11 +19,16 @@ from verl_patches.trial import apply_each
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"verl-patches {prog}", description=description)
     p.add_argument("-C", "--project", metavar="DIR", help="the verl-patches checkout (default: found from the cwd)")
+    p.add_argument(
+        "--mirror",
+        metavar="DIR|URL",
+        help="a folder or URL prefix holding upstream tag archives (default: $VERL_PATCHES_MIRROR; else GitHub)",
+    )
     return p
 
 
 def project_of(args: argparse.Namespace) -> Project:
-    return Project.find(args.project)
+    return dataclasses.replace(Project.find(args.project), mirror=mirror_from(args.mirror))
 
 
 def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
@@ -49,7 +55,7 @@ def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
 
 
 def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
-    """Rebuild the build tree from the pinned sdist and patches/ (refusing to lose work)."""
+    """Rebuild the build tree from the pinned upstream source and patches/ (refusing to lose work)."""
     upstream = project.load_upstream()
     series = project.load_series()
     project.load_patches(series)  # every listed file exists and parses
@@ -61,12 +67,7 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
             if not force:
                 raise
             log(f"--force: kept a backup: {tree.backup(project.backup_dir)}")
-    sdist = fetch(upstream, project.cache_dir, log=log)
-    base = tree.import_commit(upstream)
-    if base:
-        tree.reset_to(base)
-    else:
-        tree.import_sdist(upstream, sdist)
+    import_pinned(tree, upstream, project.cache_dir, project.mirror, log=log)
     try:
         apply_each(tree, [(name, project.patch_path(name)) for name in series.names])
     finally:
