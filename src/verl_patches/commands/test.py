@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import subprocess
 
+from verl_patches import upstream_suite
 from verl_patches.commands.common import apply_series, parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.tree import BuildTree
-from verl_patches.venv import ensure, run_env
+from verl_patches.trial import linked_worktree
+from verl_patches.venv import ensure, requirements_stamp, run_env
 
 
 def build_parser():
     p = parser("test", "Apply the series, prepare build/venv and run the series' tests with pytest.")
     p.add_argument("--no-apply", action="store_true", help="test build/verl as it is (uncommitted edits included)")
     p.add_argument("--gpu", action="store_true", help="run the series' *_on_gpu.py tests instead of *_on_cpu.py")
-    p.add_argument("--upstream", action="store_true", help="also run verl's own CPU suite (tests/**/*_on_cpu.py)")
+    p.add_argument(
+        "--upstream",
+        action="store_true",
+        help="also run verl's own CPU suite (as its cpu_unit_tests.yml selects it) on the base and the patched tree; "
+        "fail when a test that passes on the base fails with the series",
+    )
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p
 
@@ -53,7 +60,34 @@ def main(argv: list[str] | None = None) -> int:
         status = run_pytest(python, tree, targets, args.pytest_args)
     else:
         print(f"no *{suffix} tests in the series ({len(project.load_series().names)} patch(es)): nothing to run")
-    if args.upstream and status == 0:
-        extra = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", *args.pytest_args]
-        status = run_pytest(python, tree, ["tests/"], extra)
+    if args.upstream:
+        status = upstream_guard(project, tree, python, requirements, args.pytest_args) or status
     return status
+
+
+def upstream_guard(project: Project, tree: BuildTree, python, requirements, extra: list[str]) -> int:
+    upstream = project.load_upstream()
+    base = tree.import_commit(upstream)
+    if not base:
+        raise VerlPatchesError(f"the build tree has no {upstream.tag}: run `verl-patches apply`")
+    key = tree.git.out("rev-parse", f"{base}^{{tree}}") + " " + requirements_stamp(requirements) + " " + " ".join(extra)
+    cache = project.build_dir / "upstream-suite-base.json"
+    before = upstream_suite.cached_base(cache, key)
+    if before is None:
+        print(f"verl's CPU suite on the base ({upstream.tag}):", flush=True)
+        with linked_worktree(tree, base, branch="suite-base") as base_tree:
+            before = upstream_suite.run(python, base_tree.path, extra)
+        upstream_suite.store_base(cache, key, before)
+    else:
+        print(f"verl's CPU suite on the base ({upstream.tag}): outcomes from {cache}")
+    print("verl's CPU suite with the series:", flush=True)
+    after = upstream_suite.run(python, tree.path, extra)
+    broken = upstream_suite.regressions(before, after)
+    print(f"upstream CPU suite on the base:        {before.counts()}")
+    print(f"upstream CPU suite with the series:    {after.counts()}")
+    for test_id in upstream_suite.gone(before, after):
+        print(f"  passes on the base, not run with the series: {test_id}")
+    for test_id in broken:
+        print(f"  REGRESSION: passes on the base, fails with the series: {test_id}")
+    print(f"upstream CPU suite: {len(broken)} regression(s)")
+    return 1 if broken else 0

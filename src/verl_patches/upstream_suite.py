@@ -1,0 +1,85 @@
+"""verl's own CPU suite as a guard: the same selection on the base and on the patched tree, compared per test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from verl_patches.errors import VerlPatchesError
+from verl_patches.venv import run_env
+
+# The selection of upstream's .github/workflows/cpu_unit_tests.yml: `python_files = *_on_cpu.py` in a
+# pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
+# that need vllm or sglang): every outcome is compared.
+SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
+ENV = {"TORCH_COMPILE_DISABLE": "1", "TORCHINDUCTOR_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@dataclass
+class SuiteResult:
+    outcomes: dict[str, str]
+
+    def counts(self) -> str:
+        tally = Counter(self.outcomes.values())
+        return ", ".join(f"{tally[k]} {k}" for k in ("passed", "failed", "skipped")) + f" ({len(self.outcomes)} tests)"
+
+
+def run(python: Path, tree: Path, extra: list[str], log=print) -> SuiteResult:
+    """Run the selection in tree with tree first on sys.path; outcome per test id from pytest's JUnit XML."""
+    with tempfile.TemporaryDirectory(prefix="verl-patches-suite-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=900"]
+        cmd += [f"--junitxml={junit}", *extra, *SELECTION]
+        log(f"+ (in {tree}) " + " ".join(cmd))
+        env = run_env(python, {**ENV, "PYTHONPATH": str(tree)})
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+        tail = (proc.stdout.strip().splitlines() or [""])[-1]
+        log(f"  pytest exit {proc.returncode}: {tail}")
+        if not junit.exists():
+            output = proc.stdout[-3000:] + proc.stderr[-3000:]
+            raise VerlPatchesError(f"pytest wrote no report (exit {proc.returncode}) in {tree}:\n{output}")
+        return SuiteResult(parse_junit(junit.read_text(encoding="utf-8")))
+
+
+def parse_junit(text: str) -> dict[str, str]:
+    outcomes = {}
+    for case in ET.fromstring(text).iter("testcase"):
+        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            outcome = "failed"
+        elif case.find("skipped") is not None:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        # A test that passes but errors in teardown is reported twice: the worse outcome wins.
+        if outcomes.get(test_id) != "failed":
+            outcomes[test_id] = outcome
+    return outcomes
+
+
+def regressions(base: SuiteResult, patched: SuiteResult) -> list[str]:
+    """Tests that pass on the base and fail with the series."""
+    return sorted(t for t, o in base.outcomes.items() if o == "passed" and patched.outcomes.get(t) == "failed")
+
+
+def gone(base: SuiteResult, patched: SuiteResult) -> list[str]:
+    """Tests that pass on the base and are not run with the series (removed, renamed or skipped)."""
+    return sorted(t for t, o in base.outcomes.items() if o == "passed" and patched.outcomes.get(t) in (None, "skipped"))
+
+
+def cached_base(cache: Path, key: str) -> SuiteResult | None:
+    try:
+        data = json.loads(cache.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return SuiteResult(data["outcomes"]) if data.get("key") == key else None
+
+
+def store_base(cache: Path, key: str, result: SuiteResult) -> None:
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": key, "outcomes": result.outcomes}, indent=0, sort_keys=True))
