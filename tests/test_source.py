@@ -140,3 +140,23 @@ def test_commit_ids_do_not_depend_on_the_machine(archive_checkout, no_github, tm
     finally:
         os.umask(0o022)
     assert archive_checkout.user_git("rev-parse", "upstream/1.0.0") == first
+
+
+def test_range_diff_across_a_change_of_source_kind(checkout, tmp_path, monkeypatch, capsys):
+    """A ref pinned to the sdist against a working copy pinned to the tag archive of the same release."""
+    message = "[misc] feat: notes\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\nProve-Exempt: x\n"
+    assert checkout.cli("apply") == 0
+    checkout.commit_in_tree("verl/notes.py", "NOTE = 1\n", message)
+    assert checkout.cli("export") == 0
+    project = ["git", "-C", str(checkout.root)]
+    subprocess.run([*project, "init", "-q"], check=True)
+    subprocess.run([*project, "add", "-A"], check=True)
+    subprocess.run([*project, "commit", "-qm", "on the sdist"], check=True)
+    mirror = tmp_path / "mirror"
+    pin_archive(checkout.root, "1.0.0", tree_id_of(make_archive(mirror, "1.0.0"), tmp_path))
+    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    subprocess.run(["rm", "-rf", str(checkout.tree)], check=True)  # no objects of the sdist import left
+    assert checkout.cli("apply") == 0
+    capsys.readouterr()
+    assert checkout.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
+    assert "1:" in capsys.readouterr().out

@@ -32,11 +32,17 @@ def scratch_tree(
 ) -> Iterator[BuildTree]:
     """A BuildTree at the import commit of upstream, without touching main's work tree.
 
-    A linked worktree of main when main already has that import (fast); otherwise a fresh repository.
+    A linked worktree of main at that import when main has it (fast); else a linked worktree with a new,
+    untagged import, so that its commits are in main's objects; else (no build tree yet) a fresh repository.
     """
     base = main.import_commit(upstream)
     if base:
         with linked_worktree(main, base) as tree:
+            yield tree
+        return
+    if main.exists() and main.head():
+        with linked_worktree(main, main.head() or "HEAD") as tree:
+            tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log), tag=False)
             yield tree
         return
     with tempfile.TemporaryDirectory(prefix="verl-patches-trial-") as tmp:

@@ -62,7 +62,7 @@ class Upstream:
         table = data.get("upstream")
         if not isinstance(table, dict):
             raise ConfigError(f"{source}: missing [upstream] table with name, version, source and its pin")
-        kind = table.get("source")
+        kind = table.get("source", PYPI_SDIST)  # upstream.toml files older than source kinds pin an sdist
         if kind not in SOURCES:
             raise ConfigError(f"{source}: [upstream] source must be one of {', '.join(SOURCES)}, not {kind!r}")
         required = ["name", "version"] + (
