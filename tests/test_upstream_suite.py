@@ -14,6 +14,7 @@ UPSTREAM_TEST = (
     "def test_mask_on_cpu_passes():\n    assert build_mask([1], 2) == [[True, False]]\n\n\n"
     "def test_broken_upstream():\n    assert False\n"
 )
+VALIDATE_DOCS = "import os\nimport sys\n\nsys.exit('undocumented' if os.path.exists('verl/undocumented.py') else 0)\n"
 MESSAGE = "[misc] test: {}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\nProve-Exempt: x\n"
 
 
@@ -21,9 +22,13 @@ MESSAGE = "[misc] test: {}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-St
 def suite(checkout, tmp_path, monkeypatch):
     monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
     mirror = tmp_path / "mirror"
-    archive = make_archive(
-        mirror, "1.0.0", {"tests/models/test_util_on_cpu.py": UPSTREAM_TEST, "tests/models/test_gpu_only.py": "x"}
-    )
+    files = {
+        "tests/models/test_util_on_cpu.py": UPSTREAM_TEST,
+        "tests/models/test_gpu_only.py": "x",
+        "tests/special_sanity/test_sane.py": "def test_sane():\n    import verl.models.util  # noqa: F401\n",
+        "tests/special_sanity/validate_imported_docs.py": VALIDATE_DOCS,
+    }
+    archive = make_archive(mirror, "1.0.0", files)
     pin_archive(checkout.root, "1.0.0", tree_id_of(archive, tmp_path))
     monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
     assert checkout.cli("apply") == 0
@@ -41,8 +46,8 @@ def test_a_series_that_breaks_an_upstream_test_fails(suite, capsys):
     suite.commit_in_tree("verl/models/util.py", "def build_mask(lengths, width):\n    return []\n", MESSAGE.format("x"))
     rc, out = run_guard(suite, capsys)
     assert rc == 1
-    assert "on the base:        1 passed, 1 failed, 0 skipped (2 tests)" in out
-    assert "with the series:    0 passed, 2 failed, 0 skipped (2 tests)" in out
+    assert "on the base:        3 passed, 1 failed, 0 skipped (4 tests)" in out
+    assert "with the series:    2 passed, 2 failed, 0 skipped (4 tests)" in out
     assert "REGRESSION: passes on the base, fails with the series: tests.models.test_util_on_cpu::" in out
     assert "test_mask_on_cpu_passes" in out and "1 regression(s)" in out
 
@@ -54,6 +59,14 @@ def test_a_harmless_series_passes_and_the_base_run_is_cached(suite, capsys):
     assert "0 regression(s)" in out and "test_gpu_only" not in out  # selected as *_on_cpu.py only
     rc, out = run_guard(suite, capsys)
     assert rc == 0 and "outcomes from" in out
+
+
+def test_sanity_yml_steps_are_guarded_too(suite, capsys):
+    suite.commit_in_tree("verl/undocumented.py", "X = 1\n", MESSAGE.format("undocumented"))
+    rc, out = run_guard(suite, capsys)
+    assert rc == 1
+    assert "tests.special_sanity.test_sane::test_sane" not in out  # still passes
+    assert "fails with the series: tests/special_sanity/validate_imported_docs.py::main" in out
 
 
 def test_junit_outcomes_keep_the_worse_of_call_and_teardown():

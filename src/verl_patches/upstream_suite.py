@@ -1,4 +1,7 @@
-"""verl's own CPU suite as a guard: the same selection on the base and on the patched tree, compared per test."""
+"""verl's own CPU suite as a guard: the same selection on the base and on the patched tree, compared per test.
+
+Besides the CPU unit tests it runs the two steps of verl's sanity.yml that need verl installed:
+`pytest tests/special_sanity` and `tests/special_sanity/validate_imported_docs.py`."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from verl_patches.venv import run_env
 # pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
 # that need vllm or sglang): every outcome is compared.
 SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
+SANITY = ["tests/special_sanity"]
+SANITY_SCRIPT = "tests/special_sanity/validate_imported_docs.py"
 ENV = {"TORCH_COMPILE_DISABLE": "1", "TORCHINDUCTOR_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -30,20 +35,31 @@ class SuiteResult:
 
 
 def run(python: Path, tree: Path, extra: list[str], log=print) -> SuiteResult:
-    """Run the selection in tree with tree first on sys.path; outcome per test id from pytest's JUnit XML."""
+    """The CPU selection and sanity.yml's steps in tree, with tree first on sys.path; outcome per test id."""
+    env = run_env(python, {**ENV, "PYTHONPATH": str(tree)})
+    outcomes = _pytest(python, tree, env, [*extra, *SELECTION], log)
+    if (tree / SANITY[0]).is_dir():
+        outcomes.update(_pytest(python, tree, env, [*extra, *SANITY], log))
+    if (tree / SANITY_SCRIPT).is_file():
+        proc = subprocess.run([str(python), SANITY_SCRIPT], cwd=tree, env=env, capture_output=True, text=True)
+        log(f"+ (in {tree}) python {SANITY_SCRIPT}: exit {proc.returncode}")
+        outcomes[f"{SANITY_SCRIPT}::main"] = "passed" if proc.returncode == 0 else "failed"
+    return SuiteResult(outcomes)
+
+
+def _pytest(python: Path, tree: Path, env: dict[str, str], args: list[str], log) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="verl-patches-suite-") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=900"]
-        cmd += [f"--junitxml={junit}", *extra, *SELECTION]
+        cmd += [f"--junitxml={junit}", *args]
         log(f"+ (in {tree}) " + " ".join(cmd))
-        env = run_env(python, {**ENV, "PYTHONPATH": str(tree)})
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         tail = (proc.stdout.strip().splitlines() or [""])[-1]
         log(f"  pytest exit {proc.returncode}: {tail}")
         if not junit.exists():
             output = proc.stdout[-3000:] + proc.stderr[-3000:]
             raise VerlPatchesError(f"pytest wrote no report (exit {proc.returncode}) in {tree}:\n{output}")
-        return SuiteResult(parse_junit(junit.read_text(encoding="utf-8")))
+        return parse_junit(junit.read_text(encoding="utf-8"))
 
 
 def parse_junit(text: str) -> dict[str, str]:
