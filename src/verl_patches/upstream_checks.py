@@ -51,16 +51,16 @@ class Result:
 def local_hooks(tree: Path) -> tuple[list[Hook], list[str]]:
     """The tree's `repo: local` hooks to run, and notes about the ones skipped."""
     config = _config(tree)
-    hooks, skipped = [], []
+    hooks, notes = [], []
     for repo in config.get("repos") or []:
         if repo.get("repo") != "local":
             continue
         for hook in repo.get("hooks") or []:
             if hook.get("id") in NEEDS_VERL_DEPS:
-                skipped.append(f"{hook['id']} ({NEEDS_VERL_DEPS[hook['id']]})")
+                notes.append(f"upstream hook {hook['id']} not run: {NEEDS_VERL_DEPS[hook['id']]}")
             else:
                 hooks.append(Hook(str(hook["id"]), str(hook["entry"])))
-    return hooks, skipped
+    return hooks, notes
 
 
 def pinned_ruff(tree: Path) -> str | None:
@@ -117,12 +117,16 @@ class Runner:
 
 
 def hook_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> tuple[list[Finding], list[str]]:
-    """Local hooks that pass on base (or fail there with other output) and fail with the series.
+    """Local hooks that pass on base (or fail there with other output) and fail with the series; and notes.
 
     commits: (patch name, commit) in series order; the tree is left at the last commit."""
-    hooks, skipped = local_hooks(runner.tree.path)
+    hooks, notes = local_hooks(runner.tree.path)
     runner.checkout(base)
     before = {hook.id: runner.hook(hook) for hook in hooks}
+    for hook in hooks:
+        if before[hook.id].failed:
+            last = before[hook.id].lines[-1] if before[hook.id].lines else f"exit {before[hook.id].returncode}"
+            notes.append(f"upstream hook {hook.id} fails on the base already ({last}); only new output counts")
     runner.checkout(commits[-1][1] if commits else base)
     failing = [hook for hook in hooks if _new_failure(before[hook.id], runner.hook(hook))]
     findings = []
@@ -137,7 +141,7 @@ def hook_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> 
                 break
     if commits:
         runner.checkout(commits[-1][1])
-    return findings, skipped
+    return findings, notes
 
 
 def _new_failure(base: Result, result: Result) -> bool:

@@ -54,7 +54,7 @@ def check_applies(project: Project, series: Series, upstream: Upstream, sanity: 
 def upstream_sanity(project: Project, tree: BuildTree, base: str, commits: list[tuple[str, str]]) -> list[Finding]:
     runner = upstream_checks.Runner(tree)
     try:
-        findings, skipped = upstream_checks.hook_findings(runner, base, commits)
+        findings, notes = upstream_checks.hook_findings(runner, base, commits)
         subjects = [
             (name, patch.subject)
             for name, patch in zip(project.load_series().names, project.load_patches(), strict=False)
@@ -63,8 +63,8 @@ def upstream_sanity(project: Project, tree: BuildTree, base: str, commits: list[
         findings += upstream_checks.ruff_findings(runner, base, commits)
     finally:
         runner.close()
-    for note in skipped:
-        print(f"check: not run (upstream hook): {note}")
+    for note in notes:
+        print(f"check: note: {note}")
     return findings
 
 
