@@ -37,10 +37,14 @@ def test_rebase_overlays_the_sdist_and_reports_what_was_carried(on_archive, tmp_
     assert on_archive.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--report", str(report)) == 0
     text = report.read_text()
     shipped = len(BASE_FILES) + 1  # the sdist's files and clamp.py
+    assert f"- command: `verl-patches rebase --onto 1.1.0 --sha256 {sha256(new)} --report {report}`" in text
     assert "verl 1.1.0's sdist over the v1.0.0 tag archive" in text
     assert f"{shipped} paths checked" in text
     assert "3 paths carried over from v1.0.0 unchecked (`.github` 1, `examples` 1, `verl` 1)" in text
-    assert "`verl/old_module.py`" in text
+    assert (
+        "of those, 1 are under `verl/` (1 `.py`)" in text
+        and "probably deleted upstream: 1: `verl/old_module.py`" in text
+    )
     assert "applies cleanly" in text  # the .github patch applies on the carried file
     git = on_archive.user_git
     base = git("rev-parse", "rebase/1.1.0~2").strip()

@@ -161,16 +161,34 @@ def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list
         f"carried over from {old.git_tag} unchecked ({by_folder})",
     ]
     inside = [path for path in kept if path.startswith(f"{old.name}/")]
+    modules = [path for path in inside if path.endswith(".py")]
     if inside:
+        kinds: dict[str, int] = {}
+        for path in inside:
+            suffix = Path(path).suffix or "(no suffix)"
+            kinds[suffix] = kinds.get(suffix, 0) + 1
         lines.append(
-            f"- of those, {len(inside)} under `{old.name}/` are not in the {new.version} sdist (deleted upstream?): "
-            + ", ".join(f"`{path}`" for path in inside[:20])
-            + (f" and {len(inside) - 20} more" if len(inside) > 20 else "")
+            f"- of those, {len(inside)} are under `{old.name}/` ("
+            + ", ".join(f"{count} `{suffix}`" for suffix, count in sorted(kinds.items()))
+            + f"); the sdist ships the package's Python modules, so a `.py` among them was probably deleted "
+            f"upstream: {len(modules)}"
+            + (": " + ", ".join(f"`{path}`" for path in modules[:20]) if modules else "")
+            + (f" and {len(modules) - 20} more" if len(modules) > 20 else "")
         )
     return lines
 
 
-def report(old: Upstream, new: Upstream, provenance: str, outcomes: list[Outcome], took: float, base_lines=()) -> str:
+def command_line(args) -> str:
+    """The rebase command as given (without -C), for the report."""
+    parts = ["verl-patches", "rebase", "--onto", args.onto]
+    parts += ["--sha256", args.sha256] if args.sha256 else []
+    parts += ["--report", args.report] if args.report else []
+    return " ".join(parts + (["--write"] if args.write else []))
+
+
+def report(
+    old: Upstream, new: Upstream, provenance: str, outcomes: list[Outcome], took: float, base_lines=(), command=""
+) -> str:
     rows = [["#", "patch", "result", "tests on new base", "carried forward"]]
     for n, o in enumerate(outcomes, start=1):
         rows.append([str(n), o.patch.subject, o.result, o.tests_on_new_base, o.carried])
@@ -182,6 +200,7 @@ def report(old: Upstream, new: Upstream, provenance: str, outcomes: list[Outcome
     lines = [
         f"# Rebase of the series from verl {old.version} onto verl {new.version}",
         "",
+        *([f"- command: `{command}`"] if command else []),
         f"- new sdist sha256: `{new.sha256}` ({provenance})",
         *base_lines,
         f"- {len(outcomes)} patch(es); unresolved: {len(unresolved)}; wall time {took:.0f} s",
@@ -226,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
         outcomes = replay(project, tree, old_commits, patches, runner, new.version, print)
-        text = report(old, new, provenance, outcomes, time.monotonic() - start, base_lines)
+        text = report(old, new, provenance, outcomes, time.monotonic() - start, base_lines, command_line(args))
         print(text)
         if args.report:
             Path(args.report).parent.mkdir(parents=True, exist_ok=True)
