@@ -20,6 +20,9 @@ from verl_patches.venv import run_env
 # pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
 # that need vllm or sglang): every outcome is compared.
 SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
+# Per test: a test that waits for Ray resources the machine lacks (TransferQueue's placement group wants
+# more CPUs than a 2-core machine has) fails after this long instead of hanging; it fails on both trees.
+TIMEOUT_S = 120
 SANITY = ["tests/special_sanity"]
 SANITY_SCRIPT = "tests/special_sanity/validate_imported_docs.py"
 ENV = {"TORCH_COMPILE_DISABLE": "1", "TORCHINDUCTOR_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -50,7 +53,7 @@ def run(python: Path, tree: Path, extra: list[str], log=print) -> SuiteResult:
 def _pytest(python: Path, tree: Path, env: dict[str, str], args: list[str], log) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="verl-patches-suite-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=900"]
+        cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--timeout={TIMEOUT_S}"]
         cmd += [f"--junitxml={junit}", *args]
         log(f"+ (in {tree}) " + " ".join(cmd))
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
