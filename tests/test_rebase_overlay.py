@@ -19,7 +19,7 @@ REPO_ONLY = {
 def on_archive(checkout, tmp_path, monkeypatch):
     monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
     mirror = tmp_path / "mirror"
-    archive = make_archive(mirror, "1.0.0", {"verl/models/clamp.py": BUGGY, **REPO_ONLY})
+    archive = make_archive(mirror, "1.0.0", {"verl/models/clamp.py": BUGGY, **REPO_ONLY}, drop=("PKG-INFO",))
     pin_archive(checkout.root, "1.0.0", tree_id_of(archive, tmp_path))
     monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
     assert checkout.cli("apply") == 0
@@ -36,7 +36,7 @@ def test_rebase_overlays_the_sdist_and_reports_what_was_carried(on_archive, tmp_
     capsys.readouterr()
     assert on_archive.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--report", str(report)) == 0
     text = report.read_text()
-    shipped = len(BASE_FILES) + 1  # the sdist's files and clamp.py
+    shipped = len(BASE_FILES) + 1 - 1  # the sdist files and clamp.py, less PKG-INFO (left out)
     assert f"- command: `verl-patches rebase --onto 1.1.0 --sha256 {sha256(new)} --report {report}`" in text
     assert "verl 1.1.0's sdist over the v1.0.0 tag archive" in text
     assert f"{shipped} paths checked" in text
@@ -45,12 +45,14 @@ def test_rebase_overlays_the_sdist_and_reports_what_was_carried(on_archive, tmp_
         "of those, 1 are under `verl/` (1 `.py`)" in text
         and "probably deleted upstream: 1: `verl/old_module.py`" in text
     )
+    assert "- left out, the sdist's build metadata: `PKG-INFO`" in text
     assert "applies cleanly" in text  # the .github patch applies on the carried file
     git = on_archive.user_git
     base = git("rev-parse", "rebase/1.1.0~2").strip()
     assert git("show", f"{base}:verl/version/version") == "1.1.0\n"
     assert git("show", f"{base}:verl/models/clamp.py") == UPSTREAM_OWN_FIX
     assert git("show", f"{base}:examples/run.sh") == REPO_ONLY["examples/run.sh"]
+    assert "PKG-INFO" not in git("ls-tree", "--name-only", base)
 
 
 def test_rebase_write_from_an_archive_base_is_refused(on_archive, tmp_path, capsys):

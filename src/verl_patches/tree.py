@@ -158,24 +158,39 @@ class BuildTree:
     def overlay_sdist(self, upstream: Upstream, sdist: Path, base: str, parent: str | None = None):
         """Commit base's files with the sdist's files written over them (nothing of base is removed).
 
-        Returns the commit, the paths the sdist ships and the paths kept from base unchecked."""
+        The sdist's build metadata (PKG-INFO, *.egg-info/, a setup.cfg that base does not have) is left out.
+        Returns the commit, the paths taken from the sdist, the paths kept from base unchecked and the
+        metadata paths left out."""
         tree, shipped = self._tree_of(sdist, over=base)
+        dropped = [path for path in shipped if self._sdist_metadata(path, base)]
+        if dropped:
+            tree, shipped = self._tree_of(sdist, over=base, leave_out=set(dropped))
         kept = sorted(set(self.git.out("ls-tree", "-r", "--name-only", base).splitlines()) - set(shipped))
         message = (
             f"Import {upstream.name} {upstream.version} from its PyPI sdist over {base[:12]}\n\n"
             f"The {len(shipped)} paths the sdist ships come from it; {len(kept)} other paths are kept from "
             f"{base[:12]} unchecked.\n\nUpstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
         )
-        return self._commit_import(tree, message, sdist, parent, None), shipped, kept
+        return self._commit_import(tree, message, sdist, parent, None), shipped, kept, dropped
 
-    def _tree_of(self, source: Path, over: str | None = None) -> tuple[str, list[str]]:
+    def _sdist_metadata(self, path: str, base: str) -> bool:
+        top = path.split("/", 1)[0]
+        if top.endswith(".egg-info"):
+            return True
+        return path in ("PKG-INFO", "setup.cfg") and not self.git.ok("cat-file", "-e", f"{base}:{path}")
+
+    def _tree_of(
+        self, source: Path, over: str | None = None, leave_out: set[str] = frozenset()
+    ) -> tuple[str, list[str]]:
         """Write the tree of the tarball's files (on top of commit `over`, if given) without touching the
-        work tree or the index; returns it and the tarball's paths."""
+        work tree or the index; returns it and the tarball's paths (less those left out)."""
         self.init()
         with tempfile.TemporaryDirectory(prefix="verl-patches-import-") as tmp:
             files = Path(tmp) / "files"
             files.mkdir()
             unpack(source, files)
+            for path in leave_out:
+                (files / path).unlink()
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             git = Git(files)
             where = ["--git-dir", str(self.git_dir()), "--work-tree", str(files)]

@@ -146,7 +146,7 @@ def tests_only_message(patch: Patch, status: str, version: str) -> str:
     return f"{subject}\n\n{body}\n\n{note}\n\n{TRAILER}: {status}\n{exempt}\n"
 
 
-def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list[str]) -> list[str]:
+def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list[str], dropped=()) -> list[str]:
     """Report lines on which paths of the new base were checked (the sdist's) and which were carried over."""
     if not old.is_archive:
         return []
@@ -175,6 +175,8 @@ def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list
             + (": " + ", ".join(f"`{path}`" for path in modules[:20]) if modules else "")
             + (f" and {len(modules) - 20} more" if len(modules) > 20 else "")
         )
+    if dropped:
+        lines.append("- left out, the sdist's build metadata: " + ", ".join(f"`{path}`" for path in dropped))
     return lines
 
 
@@ -240,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         if old.is_archive:
-            new_base, shipped, kept = tree.overlay_sdist(new, sdist, base, parent=base)
-            base_lines = overlay_summary(old, new, shipped, kept)
+            new_base, shipped, kept, dropped = tree.overlay_sdist(new, sdist, base, parent=base)
+            base_lines = overlay_summary(old, new, shipped, kept, dropped)
         else:
             new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
         outcomes = replay(project, tree, old_commits, patches, runner, new.version, print)
