@@ -20,6 +20,10 @@ MESSAGE = "[misc] test: {}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-St
 
 @pytest.fixture
 def suite(checkout, tmp_path, monkeypatch):
+    return on_archive(checkout, tmp_path, monkeypatch)
+
+
+def on_archive(checkout, tmp_path, monkeypatch, extra: dict[str, str] | None = None):
     monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
     mirror = tmp_path / "mirror"
     files = {
@@ -27,6 +31,7 @@ def suite(checkout, tmp_path, monkeypatch):
         "tests/models/test_gpu_only.py": "x",
         "tests/special_sanity/test_sane.py": "def test_sane():\n    import verl.models.util  # noqa: F401\n",
         "tests/special_sanity/validate_imported_docs.py": VALIDATE_DOCS,
+        **(extra or {}),
     }
     archive = make_archive(mirror, "1.0.0", files)
     pin_archive(checkout.root, "1.0.0", tree_id_of(archive, tmp_path))
@@ -67,6 +72,25 @@ def test_sanity_yml_steps_are_guarded_too(suite, capsys):
     assert rc == 1
     assert "tests.special_sanity.test_sane::test_sane" not in out  # still passes
     assert "fails with the series: tests/special_sanity/validate_imported_docs.py::main" in out
+
+
+STOP = "import pytest\n\n\ndef test_stop():\n    pytest.exit('interrupted', returncode=2)\n"
+
+
+def test_an_interrupted_run_is_not_compared(suite, capsys):
+    suite.commit_in_tree("tests/models/test_stop_on_cpu.py", STOP, MESSAGE.format("stop"))
+    assert suite.cli("export") == 0
+    capsys.readouterr()
+    assert suite.cli("test", "--upstream") == 1
+    assert "pytest did not complete (exit 2)" in capsys.readouterr().err
+
+
+def test_an_interrupted_base_run_is_not_cached(checkout, tmp_path, monkeypatch, capsys):
+    tree = on_archive(checkout, tmp_path, monkeypatch, {"tests/models/test_stop_on_cpu.py": STOP})
+    capsys.readouterr()
+    assert tree.cli("test", "--upstream") == 1
+    assert "pytest did not complete (exit 2)" in capsys.readouterr().err
+    assert not (tree.root / "build" / "upstream-suite-base.json").exists()
 
 
 def test_junit_outcomes_keep_the_worse_of_call_and_teardown():

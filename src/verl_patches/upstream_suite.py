@@ -59,9 +59,11 @@ def _pytest(python: Path, tree: Path, env: dict[str, str], args: list[str], log)
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         tail = (proc.stdout.strip().splitlines() or [""])[-1]
         log(f"  pytest exit {proc.returncode}: {tail}")
-        if not junit.exists():
+        # 0: all passed, 1: some failed, 5: nothing collected; anything else (interrupted, killed, internal
+        # or usage error) is an incomplete run that must not be compared or cached.
+        if proc.returncode not in (0, 1, 5) or not junit.exists():
             output = proc.stdout[-3000:] + proc.stderr[-3000:]
-            raise VerlPatchesError(f"pytest wrote no report (exit {proc.returncode}) in {tree}:\n{output}")
+            raise VerlPatchesError(f"pytest did not complete (exit {proc.returncode}) in {tree}:\n{output}")
         return parse_junit(junit.read_text(encoding="utf-8"))
 
 
@@ -89,6 +91,11 @@ def regressions(base: SuiteResult, patched: SuiteResult) -> list[str]:
 def gone(base: SuiteResult, patched: SuiteResult) -> list[str]:
     """Tests that pass on the base and are not run with the series (removed, renamed or skipped)."""
     return sorted(t for t, o in base.outcomes.items() if o == "passed" and patched.outcomes.get(t) in (None, "skipped"))
+
+
+def cache_key(base_tree: str, env_stamp: str, extra: list[str]) -> str:
+    """What the base outcomes depend on: the base files, the environment and the selection."""
+    return " ".join([base_tree, env_stamp, f"timeout={TIMEOUT_S}", *SELECTION, *SANITY, SANITY_SCRIPT, *extra])
 
 
 def cached_base(cache: Path, key: str) -> SuiteResult | None:

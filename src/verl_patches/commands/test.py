@@ -70,7 +70,8 @@ def upstream_guard(project: Project, tree: BuildTree, python, requirements, extr
     base = tree.import_commit(upstream)
     if not base:
         raise VerlPatchesError(f"the build tree has no {upstream.tag}: run `verl-patches apply`")
-    key = tree.git.out("rev-parse", f"{base}^{{tree}}") + " " + requirements_stamp(requirements) + " " + " ".join(extra)
+    base_tree = tree.git.out("rev-parse", f"{base}^{{tree}}")
+    key = upstream_suite.cache_key(base_tree, requirements_stamp(requirements), extra)
     cache = project.build_dir / "upstream-suite-base.json"
     before = upstream_suite.cached_base(cache, key)
     if before is None:
