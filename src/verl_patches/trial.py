@@ -62,11 +62,3 @@ def apply_each(tree: BuildTree, patches: list[tuple[str, Path]]) -> list[str]:
             raise VerlPatchesError(f"no HEAD after applying {name}")
         commits.append(head)
     return commits
-
-
-def trial_apply(tree: BuildTree, patches: list[tuple[str, Path]]) -> PatchApplyError | None:
-    try:
-        apply_each(tree, patches)
-    except PatchApplyError as exc:
-        return exc
-    return None

@@ -57,7 +57,7 @@ def upstream_sanity(project: Project, tree: BuildTree, base: str, commits: list[
         findings, notes = upstream_checks.hook_findings(runner, base, commits)
         subjects = [
             (name, patch.subject)
-            for name, patch in zip(project.load_series().names, project.load_patches(), strict=False)
+            for name, patch in zip(project.load_series().names, project.load_patches(), strict=True)
         ]
         findings += upstream_checks.title_findings(runner, subjects)
         findings += upstream_checks.ruff_findings(runner, base, commits)
