@@ -6,6 +6,7 @@ Besides the CPU unit tests it runs the two steps of verl's sanity.yml that need 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
@@ -20,9 +21,12 @@ from verl_patches.venv import run_env
 # pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
 # that need vllm or sglang): every outcome is compared.
 SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
-# Per test: a test that waits for Ray resources the machine lacks (TransferQueue's placement group wants
-# more CPUs than a 2-core machine has) fails after this long instead of hanging; it fails on both trees.
+# Per test, as a guard against hangs (a test blocked in ray.get may not be interrupted at all).
 TIMEOUT_S = 120
+# verl's CPU job runs on 8-GPU hosts; tests that reserve Ray CPUs for actors (TransferQueue's placement
+# group in tests/trainer/ppo/v1) wait forever for a bundle on a 2-core machine. Ray's logical CPU count
+# is set to 8 unless RAY_OVERRIDE_RESOURCES is already set.
+RAY_RESOURCES = {"RAY_OVERRIDE_RESOURCES": '{"CPU": 8}'}
 SANITY = ["tests/special_sanity"]
 SANITY_SCRIPT = "tests/special_sanity/validate_imported_docs.py"
 ENV = {"TORCH_COMPILE_DISABLE": "1", "TORCHINDUCTOR_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -39,7 +43,7 @@ class SuiteResult:
 
 def run(python: Path, tree: Path, extra: list[str], log=print) -> SuiteResult:
     """The CPU selection and sanity.yml's steps in tree, with tree first on sys.path; outcome per test id."""
-    env = run_env(python, {**ENV, "PYTHONPATH": str(tree)})
+    env = run_env(python, {**RAY_RESOURCES, **os.environ, **ENV, "PYTHONPATH": str(tree)})
     outcomes = _pytest(python, tree, env, [*extra, *SELECTION], log)
     if (tree / SANITY[0]).is_dir():
         outcomes.update(_pytest(python, tree, env, [*extra, *SANITY], log))
@@ -95,7 +99,8 @@ def gone(base: SuiteResult, patched: SuiteResult) -> list[str]:
 
 def cache_key(base_tree: str, env_stamp: str, extra: list[str]) -> str:
     """What the base outcomes depend on: the base files, the environment and the selection."""
-    return " ".join([base_tree, env_stamp, f"timeout={TIMEOUT_S}", *SELECTION, *SANITY, SANITY_SCRIPT, *extra])
+    ray = os.environ.get("RAY_OVERRIDE_RESOURCES", RAY_RESOURCES["RAY_OVERRIDE_RESOURCES"])
+    return " ".join([base_tree, env_stamp, f"timeout={TIMEOUT_S}", ray, *SELECTION, *SANITY, SANITY_SCRIPT, *extra])
 
 
 def cached_base(cache: Path, key: str) -> SuiteResult | None:
