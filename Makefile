@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 TORCH_INDEX_URL ?=
 export TORCH_INDEX_URL
 # CI steps (ci/job.sh); CI_DRY_RUN=1 prints their heavy commands instead of running them.
-CI_STEPS := gpu-info gpu-extras gpu-tests gpu-upstream gpu-distributed npu-info npu-venv npu-tests npu-smoke ray-stop
+CI_STEPS := cpu-upstream gpu-info gpu-extras gpu-tests gpu-upstream gpu-distributed npu-info npu-venv npu-tests npu-smoke ray-stop
 .PHONY: venv gpu-kit $(CI_STEPS:%=ci-%)
 
 all: build

@@ -1,11 +1,12 @@
-"""Wall times of the tool's main operations on the real, cached verl sdist. Prints figures; asserts nothing.
+"""Wall times of the tool's main operations on the real, cached upstream source. Prints figures; asserts nothing.
 
     python benchmarks/bench_tool.py                # apply (cold, warm), export, check
     python benchmarks/bench_tool.py --prove        # also prove: first run (empty cache), then a re-run (cached)
     python benchmarks/bench_tool.py --fresh-clone  # also `make test` in a fresh clone (minutes)
 
 Runs in a temporary build folder (VERL_PATCHES_BUILD_DIR), so build/ of the checkout is not touched;
-the tests run with the checkout's build/venv when it exists.
+the tests run with the checkout's build/venv when it exists. The fresh clone gets VERL_PATCHES_MIRROR, or
+../shared/upstream beside the checkout when that folder exists (as .ci/run does).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def main() -> int:
         venv_python = ROOT / "build/venv/bin/python"
         if venv_python.exists():
             env["VERL_PATCHES_PYTHON"] = str(venv_python)
-        timed("apply (cold: import sdist + git am)", [*TOOL, "apply"], env)
+        timed("apply (cold: import upstream + git am)", [*TOOL, "apply"], env)
         timed("apply (warm: reset to import + git am)", [*TOOL, "apply"], env)
         timed("export (no change)", [*TOOL, "export"], env)
         timed("check (lint + trial apply + compare)", [*TOOL, "check"], env)
@@ -57,6 +58,9 @@ def main() -> int:
             clone = Path(tmp) / "clone"
             subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
             fresh = {k: v for k, v in os.environ.items() if not k.startswith("VERL_PATCHES_")}
+            mirror = os.environ.get("VERL_PATCHES_MIRROR") or ROOT.parent / "shared" / "upstream"
+            if Path(mirror).is_dir() or "://" in str(mirror):
+                fresh["VERL_PATCHES_MIRROR"] = str(mirror)
             timed("make test (fresh clone, new venvs)", ["make", "test"], fresh, cwd=clone)
     return 0
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Steps of the GPU and NPU CI jobs (.github/workflows/gpu.yml, npu.yml), called through make ci-* targets.
+# Steps of the CI jobs (.github/workflows/cpu.yml, gpu.yml, npu.yml), called through make ci-* targets.
 # Usage: ci/job.sh STEP   (STEP: see the case below)
 # CI_DRY_RUN=1 checks each step's inputs and prints its heavy commands (venv builds, tests, training)
 # instead of running them; tests/test_workflows.py replays the workflows that way on CPU.
@@ -77,6 +77,10 @@ gpu-tests)
     mkdir -p "$RESULTS"
     tool_test --gpu --junit-dir "$RESULTS"
     ;;
+cpu-upstream)
+    # verl's own CPU suite on the base and with the series, compared per test.
+    tool_test --upstream
+    ;;
 gpu-upstream)
     mkdir -p "$RESULTS"
     tool_test --gpu --upstream --junit-dir "$RESULTS"
@@ -153,7 +157,7 @@ npu-smoke)
     .venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml "$metrics"
     ;;
 *)
-    die "unknown step '${step}' (gpu-info, venv, gpu-extras, gpu-tests, gpu-upstream, gpu-distributed, npu-info,
+    die "unknown step '${step}' (gpu-info, venv, cpu-upstream, gpu-extras, gpu-tests, gpu-upstream, gpu-distributed, npu-info,
 npu-venv, npu-tests, ray-stop, npu-smoke)"
     ;;
 esac

@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,7 +77,8 @@ class Checkout:
 
     def pin(self, version: str, sha: str) -> None:
         (self.root / "upstream.toml").write_text(
-            f'[upstream]\nname = "verl"\nversion = "{version}"\nsha256 = "{sha}"\n', encoding="utf-8"
+            f'[upstream]\nname = "verl"\nversion = "{version}"\nsource = "pypi-sdist"\nsha256 = "{sha}"\n',
+            encoding="utf-8",
         )
 
     def user_git(self, *args: str, input: str | None = None) -> str:
@@ -163,3 +165,76 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.section("fault injection")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+FAKE_COMMIT = "1" * 40
+
+
+def make_archive(
+    directory: Path,
+    version: str,
+    files: dict[str, str] | None = None,
+    symlinks: dict[str, str] | None = None,
+    drop: tuple[str, ...] = (),
+    compresslevel: int = 9,
+    name: str | None = None,
+) -> Path:
+    """Write a GitHub-like tag archive verl-<version>.tar.gz: one top folder, a pax comment, symlinks."""
+    files = {k: v for k, v in {**BASE_FILES, **(files or {})}.items() if k not in drop}
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / (name or f"verl-{version}.tar.gz")
+    buffer = io.BytesIO()
+    with tarfile.open(
+        fileobj=buffer, mode="w:gz", compresslevel=compresslevel, format=tarfile.PAX_FORMAT,
+        pax_headers={"comment": FAKE_COMMIT},
+    ) as tar:  # fmt: skip
+        for member, text in sorted(files.items()):
+            data = text.replace("{version}", version).encode()
+            info = tarfile.TarInfo(f"verl-{version}/{member}")
+            info.size = len(data)
+            info.mtime = 1_700_000_000
+            info.mode = 0o755 if member.endswith(".sh") else 0o644
+            tar.addfile(info, io.BytesIO(data))
+        for member, target in sorted((symlinks or {}).items()):
+            info = tarfile.TarInfo(f"verl-{version}/{member}")
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            info.mtime = 1_700_000_000
+            tar.addfile(info)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def tree_id_of(archive: Path, tmp: Path) -> str:
+    """The git tree id of the archive's files, computed with plain tar and git (independently of the tool);
+    bytes as they are (no end-of-line conversion)."""
+    work = Path(tempfile.mkdtemp(prefix="tree-id-", dir=tmp))
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="tar")
+    (top,) = list(work.iterdir())
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-C", str(top), "init", "-q"], check=True, env=env)
+    (top / ".git" / "info" / "attributes").write_text("* -text\n")
+    subprocess.run(["git", "-C", str(top), "add", "-A", "-f"], check=True, env=env)
+    return subprocess.run(
+        ["git", "-C", str(top), "write-tree"], check=True, env=env, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def pin_archive(root: Path, version: str, tree: str) -> None:
+    (root / "upstream.toml").write_text(
+        "[upstream]\n"
+        f'name = "verl"\nversion = "{version}"\nsource = "git-archive"\nrepository = "verl-project/verl"\n'
+        f'tag = "v{version}"\ncommit = "{FAKE_COMMIT}"\ntree = "{tree}"\n',
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def archive_checkout(checkout, tmp_path, monkeypatch) -> Checkout:
+    """The checkout pinned to a tag archive that only an offline mirror folder holds."""
+    mirror = tmp_path / "mirror"
+    archive = make_archive(mirror, "1.0.0", symlinks={"CLAUDE.md": "verl/__init__.py"})
+    pin_archive(checkout.root, "1.0.0", tree_id_of(archive, tmp_path))
+    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    return checkout

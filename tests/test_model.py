@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -119,16 +124,54 @@ def test_status_vocabulary_rejects(value):
 
 
 def test_upstream_from_mapping_validates():
-    good = {"upstream": {"name": "verl", "version": "0.9.0", "sha256": "A" * 64}}
-    upstream = Upstream.from_mapping(good)
+    sdist = {"name": "verl", "version": "0.9.0", "source": "pypi-sdist"}
+    upstream = Upstream.from_mapping({"upstream": {**sdist, "sha256": "A" * 64}})
     assert upstream.sha256 == "a" * 64 and upstream.tag == "upstream/0.9.0"
-    assert upstream.sdist_filename == "verl-0.9.0.tar.gz"
+    assert upstream.sdist_filename == "verl-0.9.0.tar.gz" and not upstream.is_archive
     with pytest.raises(ConfigError, match="sha256"):
-        Upstream.from_mapping({"upstream": {"name": "verl", "version": "0.9.0", "sha256": "abc"}})
+        Upstream.from_mapping({"upstream": {**sdist, "sha256": "abc"}})
     with pytest.raises(ConfigError, match="PEP 440"):
-        Upstream.from_mapping({"upstream": {"name": "verl", "version": "nine", "sha256": "a" * 64}})
+        Upstream.from_mapping({"upstream": {**sdist, "version": "nine", "sha256": "a" * 64}})
     with pytest.raises(ConfigError, match="version"):
-        Upstream.from_mapping({"upstream": {"name": "verl", "sha256": "a" * 64}})
+        Upstream.from_mapping({"upstream": {"name": "verl", "source": "pypi-sdist", "sha256": "a" * 64}})
+    with pytest.raises(ConfigError, match="source must be one of git-archive, pypi-sdist, not 'wheel'"):
+        Upstream.from_mapping({"upstream": {**sdist, "source": "wheel", "sha256": "a" * 64}})
+    # Pins written before source kinds existed (older refs, e.g. for range-diff) are sdists.
+    older = Upstream.from_mapping({"upstream": {"name": "verl", "version": "0.9.0", "sha256": "a" * 64}})
+    assert older == upstream.__class__(name="verl", version="0.9.0", sha256="a" * 64, source="pypi-sdist")
+
+
+ARCHIVE = {
+    "name": "verl",
+    "version": "0.9.0",
+    "source": "git-archive",
+    "repository": "verl-project/verl",
+    "tag": "v0.9.0",
+    "commit": "483b8a009ba3a97563edee3a19887e4862b8094a",
+    "tree": "250f5bc8f4f6d7277c1e8a8823a3f01e058551a6",
+}
+
+
+def test_archive_upstream_round_trips_and_names_github():
+    upstream = Upstream.from_mapping({"upstream": ARCHIVE})
+    assert upstream.is_archive and upstream.tree == ARCHIVE["tree"]
+    assert upstream.archive_filename == "verl-0.9.0.tar.gz"
+    assert upstream.archive_url == "https://github.com/verl-project/verl/archive/refs/tags/v0.9.0.tar.gz"
+    assert Upstream.from_mapping(tomllib.loads(upstream.to_toml())) == upstream
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"tree": None}, "needs string keys tree"),
+        ({"tree": "abc"}, "tree 'abc' is not"),
+        ({"repository": "x"}, "owner/name"),
+    ],
+)
+def test_archive_upstream_needs_a_tree_pin(change, message):
+    table = {k: v for k, v in {**ARCHIVE, **change}.items() if v is not None}
+    with pytest.raises(ConfigError, match=message):
+        Upstream.from_mapping({"upstream": table})
 
 
 def test_local_version_is_pep440():

@@ -12,7 +12,7 @@ from verl_patches.errors import ConfigError, VerlPatchesError
 from verl_patches.layout import Project
 
 COMMANDS = {
-    "apply": ("apply", "materialise build/verl: pinned sdist + patches/series"),
+    "apply": ("apply", "materialise build/verl: pinned upstream source + patches/series"),
     "export": ("export", "write build/verl's commits back to patches/"),
     "status": ("status", "list un-exported work in build/verl (non-zero if any)"),
     "check": ("check", "lint patches and series, trial-apply, compare with build/verl"),

@@ -33,7 +33,23 @@ class HashMismatchError(VerlPatchesError):
             f"sha256 mismatch for {path}:\n"
             f"  expected (upstream.toml): {expected}\n"
             f"  actual (downloaded):      {actual}\n"
-            "Nothing was unpacked. The file was kept as it is for inspection; if the pin is wrong, fix upstream.toml."
+            "Nothing was unpacked. The file was kept as it is for inspection; if it is a corrupt download, delete it "
+            "and run again to download it afresh; if the pin is wrong, fix upstream.toml."
+        )
+
+
+class TreeMismatchError(VerlPatchesError):
+    """The files of a downloaded archive do not have the pinned git tree id."""
+
+    def __init__(self, path: str, expected: str, actual: str):
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"content mismatch for {path}: the git tree id of its files is not the pinned one:\n"
+            f"  expected (upstream.toml): {expected}\n"
+            f"  actual (this file):       {actual}\n"
+            "Nothing was imported. The file was kept as it is for inspection; if it is a corrupt or wrong download, "
+            "delete it and run again to download it afresh; if the pin is wrong, fix upstream.toml."
         )
 
 

@@ -23,6 +23,7 @@ UPSTREAM_FILE = "upstream.toml"
 @dataclass(frozen=True)
 class Project:
     root: Path
+    mirror: str | None = None
 
     @classmethod
     def find(cls, start: str | os.PathLike | None = None) -> Project:

@@ -1,8 +1,9 @@
-"""Fetch the pinned sdist from PyPI into a cache, verify its sha256, unpack it."""
+"""Fetch an sdist from PyPI into a cache, verify its sha256; unpack a source tarball (sdist or tag archive)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -31,9 +32,9 @@ def verify(path: Path, expected: str) -> None:
 def download(upstream: Upstream, cache_dir: Path, log=print) -> Path:
     """The sdist in the cache, downloaded with pip when it is not there yet. Not verified here."""
     target = cache_dir / upstream.sdist_filename
-    if target.exists():
+    if cached_file(target):
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    make_cache_dir(cache_dir)
     log(f"downloading {upstream.name}=={upstream.version} (sdist) with pip")
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".download-") as tmp:
         cmd = [
@@ -48,6 +49,23 @@ def download(upstream: Upstream, cache_dir: Path, log=print) -> Path:
             )
         shutil.move(str(downloaded[0]), target)
     return target
+
+
+def make_cache_dir(cache_dir: Path) -> None:
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise VerlPatchesError(f"the download cache {cache_dir} is not a folder: remove it or set VERL_PATCHES_CACHE")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+
+
+def cached_file(target: Path) -> bool:
+    """True when target is a cached download; a folder (or anything but a file) there is an error."""
+    if not target.exists() and not target.is_symlink():
+        return False
+    if not target.is_file():
+        raise VerlPatchesError(
+            f"the cached download {target} is not a file: remove it (nothing was downloaded or overwritten)"
+        )
+    return True
 
 
 def fetch(upstream: Upstream, cache_dir: Path, log=print) -> Path:
@@ -67,7 +85,8 @@ def newest_mtime(path: Path) -> int:
 
 
 def unpack(path: Path, dest: Path) -> None:
-    """Unpack the sdist into dest, dropping its single top-level folder. Refuses unsafe members."""
+    """Unpack the tarball into dest, dropping its single top-level folder. Symlinks are kept when they
+    point inside dest; absolute or escaping paths, hard links and device files are refused."""
     with tarfile.open(path, "r:gz") as archive:
         members = archive.getmembers()
         roots = {PurePosixPath(m.name).parts[0] for m in members if m.name not in ("", ".")}
@@ -79,13 +98,20 @@ def unpack(path: Path, dest: Path) -> None:
                 continue
             if member.name.startswith("/") or ".." in parts:
                 raise VerlPatchesError(f"{path.name}: unsafe member path {member.name!r}")
-            if not (member.isfile() or member.isdir()):
-                raise VerlPatchesError(f"{path.name}: member {member.name!r} is not a regular file or folder")
             out = dest.joinpath(*parts)
             if member.isdir():
                 out.mkdir(parents=True, exist_ok=True)
                 continue
             out.parent.mkdir(parents=True, exist_ok=True)
+            if member.issym():
+                target = PurePosixPath(member.linkname)
+                inside = os.path.normpath(PurePosixPath(*parts[:-1], target))
+                if target.is_absolute() or inside == ".." or inside.startswith("../"):
+                    raise VerlPatchesError(f"{path.name}: symlink {member.name!r} points outside the tree")
+                os.symlink(member.linkname, out)
+                continue
+            if not member.isfile():
+                raise VerlPatchesError(f"{path.name}: member {member.name!r} is not a file, folder or symlink")
             source = archive.extractfile(member)
             assert source is not None
             with source, open(out, "wb") as handle:

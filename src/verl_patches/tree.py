@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_patches.errors import GitError, PatchApplyError, VerlPatchesError
+from verl_patches.errors import GitError, PatchApplyError, TreeMismatchError, VerlPatchesError
 from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME, Git
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import unique_names
@@ -17,6 +17,7 @@ from verl_patches.sdist import newest_mtime, unpack
 
 BRANCH = "series"
 SHA_TRAILER = "Upstream-Sdist-Sha256"
+TREE_TRAILER = "Upstream-Tree"
 
 # Attributes that override anything the sdist ships: bytes in, bytes out.
 ATTRIBUTES = "* -text !diff !merge\n"
@@ -79,10 +80,12 @@ class BuildTree:
         return self.git.rev("HEAD") if self.exists() else None
 
     def import_commit(self, upstream: Upstream) -> str | None:
-        """The import commit for this version, if it exists and records the same sha256."""
+        """The import commit for this version, if it exists and has the pinned content (tree id or sdist sha256)."""
         commit = self.git.rev(f"refs/tags/{upstream.tag}") if self.exists() else None
         if not commit:
             return None
+        if upstream.is_archive:
+            return commit if self.git.out("rev-parse", f"{commit}^{{tree}}") == upstream.tree else None
         message = self.git.out("log", "-1", "--format=%B", commit)
         return commit if f"{SHA_TRAILER}: {upstream.sha256}" in message else None
 
@@ -126,18 +129,70 @@ class BuildTree:
         for key, value in LOCAL_CONFIG.items():
             self.git.run("config", key, value)
 
-    def import_sdist(self, upstream: Upstream, sdist: Path, parent: str | None = None, tag: bool = True) -> str:
-        """Replace the work tree with the sdist's files and commit them (tagged upstream/<version>)."""
-        self.init()
-        self._clear_worktree()
-        unpack(sdist, self.path)
-        self.git.run("add", "--all", "--force", ".")
-        tree = self.git.out("write-tree")
-        date = f"{newest_mtime(sdist)} +0000"
+    def import_upstream(self, upstream: Upstream, source: Path, parent: str | None = None, tag: bool = True) -> str:
+        """Commit the files of the source tarball as they are (tagged upstream/<version>) and check out the commit.
+
+        A tag archive must give the pinned tree id; otherwise TreeMismatchError, and the work tree is untouched."""
+        if upstream.is_archive:
+            subject = f"Import {upstream.name} {upstream.version} from its tag archive {upstream.git_tag}"
+            trailers = f"Upstream-Commit: {upstream.commit}\n{TREE_TRAILER}: {upstream.tree}"
+        else:
+            subject = f"Import {upstream.name} {upstream.version} from its PyPI sdist"
+            trailers = f"{SHA_TRAILER}: {upstream.sha256}"
+        message = f"{subject}\n\nUpstream-Version: {upstream.version}\n{trailers}\n"
+        tree, _ = self._tree_of(source)
+        if upstream.is_archive and tree != upstream.tree:
+            raise TreeMismatchError(str(source), upstream.tree, tree)
+        return self._commit_import(tree, message, source, parent, upstream.tag if tag else None)
+
+    def overlay_sdist(self, upstream: Upstream, sdist: Path, base: str, parent: str | None = None):
+        """Commit base's files with the sdist's files written over them (nothing of base is removed).
+
+        The sdist's build metadata (PKG-INFO, *.egg-info/, a setup.cfg that base does not have) is left out.
+        Returns the commit, the paths taken from the sdist, the paths kept from base unchecked and the
+        metadata paths left out."""
+        tree, shipped = self._tree_of(sdist, over=base)
+        dropped = [path for path in shipped if self._sdist_metadata(path, base)]
+        if dropped:
+            tree, shipped = self._tree_of(sdist, over=base, leave_out=set(dropped))
+        kept = sorted(set(self.git.out("ls-tree", "-r", "--name-only", base).splitlines()) - set(shipped))
         message = (
-            f"Import {upstream.name} {upstream.version} from its PyPI sdist\n\n"
-            f"Upstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
+            f"Import {upstream.name} {upstream.version} from its PyPI sdist over {base[:12]}\n\n"
+            f"The {len(shipped)} paths the sdist ships come from it; {len(kept)} other paths are kept from "
+            f"{base[:12]} unchecked.\n\nUpstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
         )
+        return self._commit_import(tree, message, sdist, parent, None), shipped, kept, dropped
+
+    def _sdist_metadata(self, path: str, base: str) -> bool:
+        top = path.split("/", 1)[0]
+        if top.endswith(".egg-info"):
+            return True
+        return path in ("PKG-INFO", "setup.cfg") and not self.git.ok("cat-file", "-e", f"{base}:{path}")
+
+    def _tree_of(
+        self, source: Path, over: str | None = None, leave_out: set[str] = frozenset()
+    ) -> tuple[str, list[str]]:
+        """Write the tree of the tarball's files (on top of commit `over`, if given) without touching the
+        work tree or the index; returns it and the tarball's paths (less those left out)."""
+        self.init()
+        with tempfile.TemporaryDirectory(prefix="verl-patches-import-") as tmp:
+            files = Path(tmp) / "files"
+            files.mkdir()
+            unpack(source, files)
+            for path in leave_out:
+                (files / path).unlink()
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            git = Git(files)
+            where = ["--git-dir", str(self.git_dir()), "--work-tree", str(files)]
+            if over:
+                self.git.run("read-tree", over, env=env)
+            git.run(*where, "add", "--force", "--ignore-removal" if over else "--all", ".", env=env)
+            tree = self.git.out("write-tree", env=env)
+            paths = sorted(_files_in(files))
+        return tree, paths
+
+    def _commit_import(self, tree: str, message: str, source: Path, parent: str | None, tag: str | None) -> str:
+        date = f"{newest_mtime(source)} +0000"
         env = {
             "GIT_AUTHOR_NAME": PROJECT_NAME,
             "GIT_AUTHOR_EMAIL": PROJECT_EMAIL,
@@ -147,7 +202,7 @@ class BuildTree:
         args = ["commit-tree", tree, "-F", "-"] + (["-p", parent] if parent else [])
         commit = self.git.out(*args, input=message.encode(), env=env)
         if tag:
-            self.git.run("tag", "--force", upstream.tag, commit)
+            self.git.run("tag", "--force", tag, commit)
         self.reset_to(commit)
         return commit
 
@@ -156,15 +211,6 @@ class BuildTree:
         self.git.run("symbolic-ref", "HEAD", f"refs/heads/{self.branch}")
         self.git.run("reset", "--quiet", "--hard", commit)
         self.git.run("clean", "-ffdxq")
-
-    def _clear_worktree(self) -> None:
-        for child in self.path.iterdir():
-            if child.name == ".git":
-                continue
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
 
     # -- patches ---------------------------------------------------------------------------------
     def am(self, name: str, patch_file: Path) -> bool:
@@ -222,6 +268,15 @@ class BuildTree:
                 shutil.rmtree(git_dir / leftover)
         for leftover in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"):
             (git_dir / leftover).unlink(missing_ok=True)
+
+
+def _files_in(root: Path) -> list[str]:
+    """Paths (posix, relative to root) of the files and symlinks under root."""
+    found = []
+    for folder, dirs, names in os.walk(root):
+        for name in names + [d for d in dirs if (Path(folder) / d).is_symlink()]:
+            found.append((Path(folder) / name).relative_to(root).as_posix())
+    return found
 
 
 def _am_failure(output: str) -> str:

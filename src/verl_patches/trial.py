@@ -9,7 +9,7 @@ from pathlib import Path
 
 from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
-from verl_patches.sdist import fetch
+from verl_patches.source import fetch
 from verl_patches.tree import BuildTree
 
 
@@ -27,19 +27,27 @@ def linked_worktree(main: BuildTree, commit: str, branch: str = "scratch") -> It
 
 
 @contextlib.contextmanager
-def scratch_tree(main: BuildTree, upstream: Upstream, cache_dir: Path, log=print) -> Iterator[BuildTree]:
+def scratch_tree(
+    main: BuildTree, upstream: Upstream, cache_dir: Path, log=print, mirror: str | None = None
+) -> Iterator[BuildTree]:
     """A BuildTree at the import commit of upstream, without touching main's work tree.
 
-    A linked worktree of main when main already has that import (fast); otherwise a fresh repository.
+    A linked worktree of main at that import when main has it (fast); else a linked worktree with a new,
+    untagged import, so that its commits are in main's objects; else (no build tree yet) a fresh repository.
     """
     base = main.import_commit(upstream)
     if base:
         with linked_worktree(main, base) as tree:
             yield tree
         return
+    if main.exists() and main.head():
+        with linked_worktree(main, main.head() or "HEAD") as tree:
+            tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log), tag=False)
+            yield tree
+        return
     with tempfile.TemporaryDirectory(prefix="verl-patches-trial-") as tmp:
         tree = BuildTree(Path(tmp) / "tree")
-        tree.import_sdist(upstream, fetch(upstream, cache_dir, log=log))
+        tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log))
         yield tree
 
 
@@ -54,11 +62,3 @@ def apply_each(tree: BuildTree, patches: list[tuple[str, Path]]) -> list[str]:
             raise VerlPatchesError(f"no HEAD after applying {name}")
         commits.append(head)
     return commits
-
-
-def trial_apply(tree: BuildTree, patches: list[tuple[str, Path]]) -> PatchApplyError | None:
-    try:
-        apply_each(tree, patches)
-    except PatchApplyError as exc:
-        return exc
-    return None

@@ -8,7 +8,7 @@ from verl_patches.commands.common import apply_series, parser, project_of, repor
 
 
 def build_parser():
-    p = parser("apply", "Download and verify the pinned sdist, import it and apply patches/series with git am -3.")
+    p = parser("apply", "Fetch and verify the pinned upstream, import it and apply patches/series with git am -3.")
     p.add_argument("--force", action="store_true", help="rebuild even over un-exported work (kept as a backup first)")
     return p
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from verl_patches import upstream_checks
 from verl_patches.commands.common import parser, project_of, reports_errors
-from verl_patches.errors import ConfigError
+from verl_patches.errors import ConfigError, PatchApplyError
 from verl_patches.layout import Project
 from verl_patches.lint import Finding, lint_patch, lint_series
 from verl_patches.model.patch import Patch
@@ -11,12 +12,15 @@ from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
 from verl_patches.sync import assess
 from verl_patches.tree import BuildTree
-from verl_patches.trial import scratch_tree, trial_apply
+from verl_patches.trial import apply_each, scratch_tree
 
 
 def build_parser():
     p = parser("check", "Lint the series; one line per finding; non-zero exit on any finding.")
     p.add_argument("--no-apply", action="store_true", help="skip the trial apply and the build-tree comparison")
+    p.add_argument(
+        "--no-upstream-checks", action="store_true", help="skip upstream's own sanity checks on the patched tree"
+    )
     return p
 
 
@@ -33,14 +37,36 @@ def lint_files(project: Project, series: Series) -> list[Finding]:
     return findings
 
 
-def check_applies(project: Project, series: Series, upstream: Upstream) -> list[Finding]:
-    with scratch_tree(BuildTree(project.tree_dir), upstream, project.cache_dir) as trial:
-        failure = trial_apply(trial, [(name, project.patch_path(name)) for name in series.names])
-    if not failure:
-        return []
-    detail = failure.detail.replace("\n", " | ")
-    todo = "make it apply: fix it in patches/, or rebase it in a build/verl that holds the whole series and export"
-    return [Finding(failure.patch, "applies", detail, todo)]
+def check_applies(project: Project, series: Series, upstream: Upstream, sanity: bool = True) -> list[Finding]:
+    """Trial-apply the series in a scratch tree; when it applies, run upstream's own checks there."""
+    with scratch_tree(BuildTree(project.tree_dir), upstream, project.cache_dir, mirror=project.mirror) as trial:
+        base = trial.head()
+        try:
+            commits = apply_each(trial, [(name, project.patch_path(name)) for name in series.names])
+        except PatchApplyError as failure:
+            detail = failure.detail.replace("\n", " | ")
+            todo = "make it apply: fix it in patches/, or rebase it in a build/verl that holds the whole series and export"
+            return [Finding(failure.patch, "applies", detail, todo)]
+        if not sanity or base is None:
+            return []
+        return upstream_sanity(project, trial, base, list(zip(series.names, commits, strict=True)))
+
+
+def upstream_sanity(project: Project, tree: BuildTree, base: str, commits: list[tuple[str, str]]) -> list[Finding]:
+    runner = upstream_checks.Runner(tree)
+    try:
+        findings, notes = upstream_checks.hook_findings(runner, base, commits)
+        subjects = [
+            (name, patch.subject)
+            for name, patch in zip(project.load_series().names, project.load_patches(), strict=True)
+        ]
+        findings += upstream_checks.title_findings(runner, subjects)
+        findings += upstream_checks.ruff_findings(runner, base, commits)
+    finally:
+        runner.close()
+    for note in notes:
+        print(f"check: note: {note}")
+    return findings
 
 
 def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
@@ -70,13 +96,15 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
     return findings
 
 
-def collect(project: Project, apply: bool = True) -> list[Finding]:
+def collect(project: Project, apply: bool = True, sanity: bool = True) -> list[Finding]:
     series = project.load_series()
     findings = lint_files(project, series)
     if not apply or any(f.rule.startswith("series-") for f in findings):
         return findings
     upstream = project.load_upstream()
-    applies = check_applies(project, series, upstream)
+    applies = check_applies(project, series, upstream, sanity)
+    if any(f.rule == "applies" for f in applies):
+        return findings + applies
     return findings + applies + check_up_to_date(project, upstream)
 
 
@@ -84,7 +112,7 @@ def collect(project: Project, apply: bool = True) -> list[Finding]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     project = project_of(args)
-    findings = collect(project, apply=not args.no_apply)
+    findings = collect(project, apply=not args.no_apply, sanity=not args.no_upstream_checks)
     for finding in findings:
         print(finding)
     count = len(project.load_series().names)

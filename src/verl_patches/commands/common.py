@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from verl_patches import backups, record
 from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError
 from verl_patches.layout import Project
-from verl_patches.sdist import fetch
+from verl_patches.source import fetch, import_pinned
 from verl_patches.sync import assess
 from verl_patches.tree import BuildTree
 from verl_patches.trial import apply_each
@@ -19,11 +20,16 @@ from verl_patches.trial import apply_each
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"verl-patches {prog}", description=description)
     p.add_argument("-C", "--project", metavar="DIR", help="the verl-patches checkout (default: found from the cwd)")
+    p.add_argument(
+        "--mirror",
+        metavar="DIR|URL",
+        help="a folder or URL prefix holding upstream tag archives (default: $VERL_PATCHES_MIRROR; else GitHub)",
+    )
     return p
 
 
 def project_of(args: argparse.Namespace) -> Project:
-    return Project.find(args.project)
+    return dataclasses.replace(Project.find(args.project), mirror=mirror_from(args.mirror))
 
 
 def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
@@ -91,7 +97,7 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
 
 
 def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
-    """Rebuild the build tree from the pinned sdist and patches/ (refusing to lose work).
+    """Rebuild the build tree from the pinned upstream source and patches/ (refusing to lose work).
 
     The build record says `complete` only after every patch applied; until then `applying`, and `failed`
     with the patch's name when one does not apply."""
@@ -100,7 +106,8 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     project.load_patches(series)  # every listed file exists, parses and is listed once
     tree = BuildTree(project.tree_dir)
     ours = prepare_rebuild(project, tree, force, log) if tree.exists() else False
-    sdist = fetch(upstream, project.cache_dir, log=log)
+    if not tree.import_commit(upstream):
+        fetch(upstream, project.cache_dir, project.mirror, log=log)  # a download fails before the tree is touched
     source = record.source_digest(project)
     if tree.exists():
         record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
@@ -113,11 +120,7 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     tree.init()
     record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
     tree.discard_in_progress()
-    base = tree.import_commit(upstream)
-    if base:
-        tree.reset_to(base)
-    else:
-        tree.import_sdist(upstream, sdist)
+    import_pinned(tree, upstream, project.cache_dir, project.mirror, log=log)
     applied = tree.head()
     for name in series.names:
         try:

@@ -44,7 +44,7 @@ def prove(project: Project, runner: PytestRunner, log=print) -> list[Proof]:
     patches = project.load_patches()
     main = BuildTree(project.tree_dir)
     proofs: list[Proof] = []
-    with scratch_tree(main, upstream, project.cache_dir, log=log) as tree:
+    with scratch_tree(main, upstream, project.cache_dir, log=log, mirror=project.mirror) as tree:
         base = tree.head()
         commits = apply_each(tree, [(p.name, project.patch_path(p.name)) for p in patches])
         earlier: list[str] = []

@@ -41,7 +41,7 @@ def materialise(project: Project, ref: str, dest: Path) -> Project:
 def applied_range(project: Project, version_of: Project, main: BuildTree) -> tuple[str, str]:
     upstream = version_of.load_upstream()
     series = version_of.load_series()
-    with scratch_tree(main, upstream, project.cache_dir) as tree:
+    with scratch_tree(main, upstream, project.cache_dir, mirror=project.mirror) as tree:
         base = tree.head()
         apply_each(tree, [(name, version_of.patch_path(name)) for name in series.names])
         head = tree.head()

@@ -1,4 +1,6 @@
-"""verl-patches rebase --onto VERSION: replay the series on a newer verl sdist and classify every patch."""
+"""verl-patches rebase --onto VERSION: replay the series on a newer verl sdist and classify every patch.
+
+From a tag-archive base the new base is the old one with the sdist's files written over it."""
 
 from __future__ import annotations
 
@@ -144,7 +146,51 @@ def tests_only_message(patch: Patch, status: str, version: str) -> str:
     return f"{subject}\n\n{body}\n\n{note}\n\n{TRAILER}: {status}\n{exempt}\n"
 
 
-def report(old: Upstream, new: Upstream, provenance: str, outcomes: list[Outcome], took: float) -> str:
+def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list[str], dropped=()) -> list[str]:
+    """Report lines on which paths of the new base were checked (the sdist's) and which were carried over."""
+    if not old.is_archive:
+        return []
+    folders: dict[str, int] = {}
+    for path in kept:
+        top = path.split("/", 1)[0] if "/" in path else "(top level)"
+        folders[top] = folders.get(top, 0) + 1
+    by_folder = ", ".join(f"`{name}` {count}" for name, count in sorted(folders.items()))
+    lines = [
+        f"- new base: verl {new.version}'s sdist over the {old.git_tag} tag archive (no tag archive of {new.version} "
+        f"was used): {len(shipped)} paths checked (the sdist's files, pinned by its sha256); {len(kept)} paths "
+        f"carried over from {old.git_tag} unchecked ({by_folder})",
+    ]
+    inside = [path for path in kept if path.startswith(f"{old.name}/")]
+    modules = [path for path in inside if path.endswith(".py")]
+    if inside:
+        kinds: dict[str, int] = {}
+        for path in inside:
+            suffix = Path(path).suffix or "(no suffix)"
+            kinds[suffix] = kinds.get(suffix, 0) + 1
+        lines.append(
+            f"- of those, {len(inside)} are under `{old.name}/` ("
+            + ", ".join(f"{count} `{suffix}`" for suffix, count in sorted(kinds.items()))
+            + f"); the sdist ships the package's Python modules, so a `.py` among them was probably deleted "
+            f"upstream: {len(modules)}"
+            + (": " + ", ".join(f"`{path}`" for path in modules[:20]) if modules else "")
+            + (f" and {len(modules) - 20} more" if len(modules) > 20 else "")
+        )
+    if dropped:
+        lines.append("- left out, the sdist's build metadata: " + ", ".join(f"`{path}`" for path in dropped))
+    return lines
+
+
+def command_line(args) -> str:
+    """The rebase command as given (without -C), for the report."""
+    parts = ["verl-patches", "rebase", "--onto", args.onto]
+    parts += ["--sha256", args.sha256] if args.sha256 else []
+    parts += ["--report", args.report] if args.report else []
+    return " ".join(parts + (["--write"] if args.write else []))
+
+
+def report(
+    old: Upstream, new: Upstream, provenance: str, outcomes: list[Outcome], took: float, base_lines=(), command=""
+) -> str:
     rows = [["#", "patch", "result", "tests on new base", "carried forward"]]
     for n, o in enumerate(outcomes, start=1):
         rows.append([str(n), o.patch.subject, o.result, o.tests_on_new_base, o.carried])
@@ -156,7 +202,9 @@ def report(old: Upstream, new: Upstream, provenance: str, outcomes: list[Outcome
     lines = [
         f"# Rebase of the series from verl {old.version} onto verl {new.version}",
         "",
+        *([f"- command: `{command}`"] if command else []),
         f"- new sdist sha256: `{new.sha256}` ({provenance})",
+        *base_lines,
         f"- {len(outcomes)} patch(es); unresolved: {len(unresolved)}; wall time {took:.0f} s",
         "",
         "```",
@@ -193,9 +241,13 @@ def main(argv: list[str] | None = None) -> int:
                 strict=True,
             )
         )
-        new_base = tree.import_sdist(new, sdist, parent=base, tag=False)
+        if old.is_archive:
+            new_base, shipped, kept, dropped = tree.overlay_sdist(new, sdist, base, parent=base)
+            base_lines = overlay_summary(old, new, shipped, kept, dropped)
+        else:
+            new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
         outcomes = replay(project, tree, old_commits, patches, runner, new.version, print)
-        text = report(old, new, provenance, outcomes, time.monotonic() - start)
+        text = report(old, new, provenance, outcomes, time.monotonic() - start, base_lines, command_line(args))
         print(text)
         if args.report:
             Path(args.report).parent.mkdir(parents=True, exist_ok=True)
@@ -204,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.write:
             if unresolved:
                 raise VerlPatchesError(f"--write refused: {len(unresolved)} patch(es) conflict; nothing was written")
+            if old.is_archive:
+                raise VerlPatchesError(
+                    "--write refused: upstream.toml has no source kind yet for an sdist overlaid on a tag archive; "
+                    "nothing was written"
+                )
             write_export(project, tree.export(new_base))
             project.upstream_path.write_text(new.to_toml(), encoding="utf-8")
             print(f"wrote upstream.toml ({new.version}) and patches/; run `verl-patches apply --force` to rebuild")

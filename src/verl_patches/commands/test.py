@@ -7,12 +7,14 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from verl_patches import upstream_suite
 from verl_patches.commands.common import apply_series, parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.tree import BuildTree
+from verl_patches.trial import linked_worktree
 from verl_patches.upstream_ci import gpu_unit_test_args
-from verl_patches.venv import ensure, run_env
+from verl_patches.venv import ensure, requirements_stamp, run_env
 
 DISTRIBUTED_DIR = "tests/special_distributed/"
 
@@ -49,8 +51,9 @@ def build_parser():
     p.add_argument(
         "--upstream",
         action="store_true",
-        help="also run verl's own suite: its CPU tests (tests/**/*_on_cpu.py), or with --gpu its GPU unit tests "
-        "as its .github/workflows/gpu_unit_tests.yml selects them",
+        help="also run verl's own suite: its CPU suite (as its cpu_unit_tests.yml selects it) on the base and the "
+        "patched tree, failing when a test that passes on the base fails with the series; or with --gpu its GPU "
+        "unit tests as its .github/workflows/gpu_unit_tests.yml selects them",
     )
     p.add_argument("--junit-dir", metavar="DIR", help="write one junit XML per pytest run into DIR")
     p.add_argument("--venv-only", action="store_true", help="prepare build/venv and run nothing")
@@ -103,8 +106,6 @@ def plan(project: Project, tree: BuildTree, python: Path, args) -> list[tuple[st
         print(f"no *{suffix} tests in the series ({len(project.load_series().names)} patch(es)): nothing to run")
     if args.upstream and args.gpu:
         commands.append(pytest("upstream-gpu", gpu_unit_test_args(tree.path), []))
-    elif args.upstream:
-        commands.append(pytest("upstream-cpu", ["tests/"], ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto"]))
     return commands
 
 
@@ -154,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.venv_only:
             for _, cmd in plan(project, tree, python, args):
                 print("+ " + shlex.join(cmd))
+            if args.upstream and not args.gpu:
+                print("+ verl's CPU suite on the base and with the series, compared per test")
         return 0
     python = ensure(project.venv_dir, requirements, tree.path)
     if args.venv_only:
@@ -168,4 +171,35 @@ def main(argv: list[str] | None = None) -> int:
         status = subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
         if status != 0:
             return status
+    if args.upstream and not args.gpu:
+        return upstream_guard(project, tree, python, requirements, args.pytest_args)
     return 0
+
+
+def upstream_guard(project: Project, tree: BuildTree, python, requirements, extra: list[str]) -> int:
+    upstream = project.load_upstream()
+    base = tree.import_commit(upstream)
+    if not base:
+        raise VerlPatchesError(f"the build tree has no {upstream.tag}: run `verl-patches apply`")
+    base_tree = tree.git.out("rev-parse", f"{base}^{{tree}}")
+    key = upstream_suite.cache_key(base_tree, requirements_stamp(requirements), extra)
+    cache = project.build_dir / "upstream-suite-base.json"
+    before = upstream_suite.cached_base(cache, key)
+    if before is None:
+        print(f"verl's CPU suite on the base ({upstream.tag}):", flush=True)
+        with linked_worktree(tree, base, branch="suite-base") as base_tree:
+            before = upstream_suite.run(python, base_tree.path, extra)
+        upstream_suite.store_base(cache, key, before)
+    else:
+        print(f"verl's CPU suite on the base ({upstream.tag}): outcomes from {cache}")
+    print("verl's CPU suite with the series:", flush=True)
+    after = upstream_suite.run(python, tree.path, extra)
+    broken = upstream_suite.regressions(before, after)
+    print(f"upstream CPU suite on the base:        {before.counts()}")
+    print(f"upstream CPU suite with the series:    {after.counts()}")
+    for test_id in upstream_suite.gone(before, after):
+        print(f"  passes on the base, not run with the series: {test_id}")
+    for test_id in broken:
+        print(f"  REGRESSION: passes on the base, fails with the series: {test_id}")
+    print(f"upstream CPU suite: {len(broken)} regression(s)")
+    return 1 if broken else 0

@@ -1,4 +1,10 @@
-"""The pinned upstream release: which PyPI sdist the series applies to."""
+"""The pinned upstream release: which verl source the series applies to, and how its content is pinned.
+
+Source kinds:
+- ``git-archive``: GitHub's tag archive of the repository, pinned by the git tree id of its imported files
+  (an archive sha256 is an optional fast path: GitHub may re-compress archives).
+- ``pypi-sdist``: the PyPI sdist, pinned by its sha256.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +16,42 @@ from packaging.version import InvalidVersion, Version
 
 from verl_patches.errors import ConfigError
 
+GIT_ARCHIVE = "git-archive"
+PYPI_SDIST = "pypi-sdist"
+SOURCES = (GIT_ARCHIVE, PYPI_SDIST)
+
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 @dataclass(frozen=True)
 class Upstream:
     name: str
     version: str
-    sha256: str
+    sha256: str = ""
+    source: str = PYPI_SDIST
+    repository: str = ""
+    git_tag: str = ""
+    commit: str = ""
+    tree: str = ""
 
     @property
     def sdist_filename(self) -> str:
         return f"{canonicalize_name(self.name).replace('-', '_')}-{self.version}.tar.gz"
+
+    @property
+    def archive_filename(self) -> str:
+        """The name GitHub gives the tag archive: <repository name>-<tag without a leading v>.tar.gz."""
+        return f"{self.repository.split('/')[-1]}-{self.git_tag.removeprefix('v')}.tar.gz"
+
+    @property
+    def archive_url(self) -> str:
+        return f"https://github.com/{self.repository}/archive/refs/tags/{self.git_tag}.tar.gz"
+
+    @property
+    def is_archive(self) -> bool:
+        return self.source == GIT_ARCHIVE
 
     @property
     def tag(self) -> str:
@@ -31,25 +61,65 @@ class Upstream:
     def from_mapping(cls, data: dict, source: str = "upstream.toml") -> Upstream:
         table = data.get("upstream")
         if not isinstance(table, dict):
-            raise ConfigError(f"{source}: missing [upstream] table with name, version and sha256")
-        missing = [k for k in ("name", "version", "sha256") if not isinstance(table.get(k), str) or not table.get(k)]
+            raise ConfigError(f"{source}: missing [upstream] table with name, version, source and its pin")
+        kind = table.get("source", PYPI_SDIST)  # upstream.toml files older than source kinds pin an sdist
+        if kind not in SOURCES:
+            raise ConfigError(f"{source}: [upstream] source must be one of {', '.join(SOURCES)}, not {kind!r}")
+        required = ["name", "version"] + (
+            ["repository", "tag", "commit", "tree"] if kind == GIT_ARCHIVE else ["sha256"]
+        )
+        missing = [k for k in required if not isinstance(table.get(k), str) or not table.get(k)]
         if missing:
-            raise ConfigError(f"{source}: [upstream] needs string keys {', '.join(missing)}")
+            raise ConfigError(f"{source}: [upstream] with source = {kind!r} needs string keys {', '.join(missing)}")
         try:
             Version(table["version"])
         except InvalidVersion as exc:
             raise ConfigError(f"{source}: version {table['version']!r} is not a PEP 440 version") from exc
-        sha = table["sha256"].lower()
-        if not _SHA256.match(sha):
+        sha = str(table.get("sha256", "")).lower()
+        if sha and not _SHA256.match(sha):
             raise ConfigError(f"{source}: sha256 {table['sha256']!r} is not 64 hex digits")
-        return cls(name=table["name"], version=table["version"], sha256=sha)
+        for key in ("commit", "tree"):
+            value = str(table.get(key, "")).lower()
+            if value and not _SHA1.match(value):
+                raise ConfigError(f"{source}: {key} {table[key]!r} is not a 40-hex-digit git object id")
+        repository = str(table.get("repository", ""))
+        if repository and not _REPOSITORY.match(repository):
+            raise ConfigError(f"{source}: repository {repository!r} is not of the form owner/name")
+        return cls(
+            name=table["name"],
+            version=table["version"],
+            sha256=sha,
+            source=kind,
+            repository=repository,
+            git_tag=str(table.get("tag", "")),
+            commit=str(table.get("commit", "")).lower(),
+            tree=str(table.get("tree", "")).lower(),
+        )
 
     def to_toml(self) -> str:
+        if self.source == GIT_ARCHIVE:
+            lines = [
+                "# The verl release the series applies to: GitHub's tag archive of the repository.",
+                "# The pin is `tree`, the git tree id of every file of the archive imported with `git add -A -f`;",
+                "# `sha256` is one known copy of the archive (a fast path only: GitHub may re-compress it).",
+                "[upstream]",
+                f'name = "{self.name}"',
+                f'version = "{self.version}"',
+                f'source = "{self.source}"',
+                f'repository = "{self.repository}"',
+                f'tag = "{self.git_tag}"',
+                f'commit = "{self.commit}"',
+                f'tree = "{self.tree}"',
+            ]
+            if self.sha256:
+                lines.append(f'sha256 = "{self.sha256}"')
+            return "\n".join(lines) + "\n"
         return (
             "# The verl release the series applies to: the PyPI sdist, pinned by sha256.\n"
             "[upstream]\n"
             f'name = "{self.name}"\n'
             f'version = "{self.version}"\n'
+            f'source = "{self.source}"\n'
             f'sha256 = "{self.sha256}"\n'
         )
 

@@ -1,0 +1,117 @@
+"""Get the pinned upstream source file into the cache: a tag archive (cache, mirror, GitHub) or a PyPI sdist.
+
+A tag archive is verified later, by the git tree id of its imported files (tree.py); a cached file is never
+overwritten or deleted here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from verl_patches import sdist
+from verl_patches.errors import VerlPatchesError
+from verl_patches.model.upstream import Upstream
+
+MIRROR_ENV = "VERL_PATCHES_MIRROR"
+TIMEOUT_S = 60
+
+
+def mirror_from(option: str | None) -> str | None:
+    """The mirror named by --mirror, else by VERL_PATCHES_MIRROR; None when neither is set."""
+    return option or os.environ.get(MIRROR_ENV) or None
+
+
+def archive_cache_path(upstream: Upstream, cache_dir: Path) -> Path:
+    return cache_dir / "archives" / upstream.repository.replace("/", "-") / upstream.archive_filename
+
+
+def fetch(upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print) -> Path:
+    """The cached source file of upstream, downloaded first when missing (an sdist is also checked by sha256)."""
+    if not upstream.is_archive:
+        return sdist.fetch(upstream, cache_dir, log=log)
+    target = archive_cache_path(upstream, cache_dir)
+    if sdist.cached_file(target):
+        return target
+    sdist.make_cache_dir(target.parent)
+    tried = []
+    urls = []
+    if mirror:
+        urls.append(_mirror_url(mirror, upstream.archive_filename))
+    urls.append(upstream.archive_url)
+    for url in urls:
+        try:
+            _download(url, target, log)
+            return target
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            tried.append(f"  - {url}: {getattr(exc, 'reason', None) or exc}")
+    where = "" if mirror else f"  - no mirror: neither --mirror nor {MIRROR_ENV} is set\n"
+    raise VerlPatchesError(
+        f"cannot get {upstream.repository} {upstream.git_tag}'s tag archive {upstream.archive_filename}:\n"
+        + "\n".join(tried)
+        + "\n"
+        + where
+        + f"Either let this machine reach github.com, or name an offline mirror (a folder, or a URL prefix, holding "
+        f"{upstream.archive_filename}) with --mirror or {MIRROR_ENV}; its content is checked against the pinned "
+        f"tree {upstream.tree}."
+    )
+
+
+def _mirror_url(mirror: str, filename: str) -> str:
+    if "://" in mirror:
+        return mirror.rstrip("/") + "/" + filename
+    return Path(mirror).resolve().joinpath(filename).as_uri()
+
+
+def _download(url: str, target: Path, log) -> None:
+    """Copy url to target through a temporary file beside it, with a progress line on stderr."""
+    request = urllib.request.Request(url, headers={"User-Agent": "verl-patches"})
+    log(f"downloading {url}")
+    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 (https or file URLs)
+        total = int(response.headers.get("Content-Length") or 0)
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".download-", delete=False) as handle:
+            try:
+                _copy_with_progress(response, handle, total, target.name)
+            except BaseException:
+                handle.close()
+                os.unlink(handle.name)
+                raise
+    if target.exists():  # another process won the race: keep its file, never overwrite
+        os.unlink(handle.name)
+        return
+    os.chmod(handle.name, 0o644)
+    shutil.move(handle.name, target)
+
+
+def _copy_with_progress(response, handle, total: int, name: str) -> None:
+    done = 0
+    shown = 0.0
+    while chunk := response.read(1 << 16):
+        handle.write(chunk)
+        done += len(chunk)
+        now = time.monotonic()
+        if now - shown > 0.5:
+            shown = now
+            _progress(name, done, total)
+    _progress(name, done, total)
+    print(file=sys.stderr, flush=True)
+
+
+def _progress(name: str, done: int, total: int) -> None:
+    size = f"{done / 2**20:.1f}" + (f" of {total / 2**20:.1f}" if total else "")
+    print(f"\r  {name}: {size} MiB", end="", file=sys.stderr, flush=True)
+
+
+def import_pinned(tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print) -> str:
+    """Check out the import commit of upstream in tree (a BuildTree), importing the source first when missing."""
+    base = tree.import_commit(upstream)
+    if base:
+        tree.reset_to(base)
+        return base
+    return tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log))

@@ -1,0 +1,116 @@
+"""verl's own CPU suite as a guard: the same selection on the base and on the patched tree, compared per test.
+
+Besides the CPU unit tests it runs the two steps of verl's sanity.yml that need verl installed:
+`pytest tests/special_sanity` and `tests/special_sanity/validate_imported_docs.py`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from verl_patches.errors import VerlPatchesError
+from verl_patches.venv import run_env
+
+# The selection of upstream's .github/workflows/cpu_unit_tests.yml: `python_files = *_on_cpu.py` in a
+# pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
+# that need vllm or sglang): every outcome is compared.
+SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
+# Per test, as a guard against hangs (a test blocked in ray.get may not be interrupted at all).
+TIMEOUT_S = 120
+# verl's CPU job runs on 8-GPU hosts; tests that reserve Ray CPUs for actors (TransferQueue's placement
+# group in tests/trainer/ppo/v1) wait forever for a bundle on a 2-core machine. Ray's logical CPU count
+# is set to 8 unless RAY_OVERRIDE_RESOURCES is already set.
+RAY_RESOURCES = {"RAY_OVERRIDE_RESOURCES": '{"CPU": 8}'}
+SANITY = ["tests/special_sanity"]
+SANITY_SCRIPT = "tests/special_sanity/validate_imported_docs.py"
+ENV = {"TORCH_COMPILE_DISABLE": "1", "TORCHINDUCTOR_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@dataclass
+class SuiteResult:
+    outcomes: dict[str, str]
+
+    def counts(self) -> str:
+        tally = Counter(self.outcomes.values())
+        return ", ".join(f"{tally[k]} {k}" for k in ("passed", "failed", "skipped")) + f" ({len(self.outcomes)} tests)"
+
+
+def run(python: Path, tree: Path, extra: list[str], log=print) -> SuiteResult:
+    """The CPU selection and sanity.yml's steps in tree, with tree first on sys.path; outcome per test id."""
+    env = run_env(python, {**RAY_RESOURCES, **os.environ, **ENV, "PYTHONPATH": str(tree)})
+    outcomes = _pytest(python, tree, env, [*extra, *SELECTION], log)
+    if (tree / SANITY[0]).is_dir():
+        outcomes.update(_pytest(python, tree, env, [*extra, *SANITY], log))
+    if (tree / SANITY_SCRIPT).is_file():
+        proc = subprocess.run([str(python), SANITY_SCRIPT], cwd=tree, env=env, capture_output=True, text=True)
+        log(f"+ (in {tree}) python {SANITY_SCRIPT}: exit {proc.returncode}")
+        outcomes[f"{SANITY_SCRIPT}::main"] = "passed" if proc.returncode == 0 else "failed"
+    return SuiteResult(outcomes)
+
+
+def _pytest(python: Path, tree: Path, env: dict[str, str], args: list[str], log) -> dict[str, str]:
+    with tempfile.TemporaryDirectory(prefix="verl-patches-suite-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--timeout={TIMEOUT_S}"]
+        cmd += [f"--junitxml={junit}", *args]
+        log(f"+ (in {tree}) " + " ".join(cmd))
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+        tail = (proc.stdout.strip().splitlines() or [""])[-1]
+        log(f"  pytest exit {proc.returncode}: {tail}")
+        # 0: all passed, 1: some failed, 5: nothing collected; anything else (interrupted, killed, internal
+        # or usage error) is an incomplete run that must not be compared or cached.
+        if proc.returncode not in (0, 1, 5) or not junit.exists():
+            output = proc.stdout[-3000:] + proc.stderr[-3000:]
+            raise VerlPatchesError(f"pytest did not complete (exit {proc.returncode}) in {tree}:\n{output}")
+        return parse_junit(junit.read_text(encoding="utf-8"))
+
+
+def parse_junit(text: str) -> dict[str, str]:
+    outcomes = {}
+    for case in ET.fromstring(text).iter("testcase"):
+        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            outcome = "failed"
+        elif case.find("skipped") is not None:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        # A test that passes but errors in teardown is reported twice: the worse outcome wins.
+        if outcomes.get(test_id) != "failed":
+            outcomes[test_id] = outcome
+    return outcomes
+
+
+def regressions(base: SuiteResult, patched: SuiteResult) -> list[str]:
+    """Tests that pass on the base and fail with the series."""
+    return sorted(t for t, o in base.outcomes.items() if o == "passed" and patched.outcomes.get(t) == "failed")
+
+
+def gone(base: SuiteResult, patched: SuiteResult) -> list[str]:
+    """Tests that pass on the base and are not run with the series (removed, renamed or skipped)."""
+    return sorted(t for t, o in base.outcomes.items() if o == "passed" and patched.outcomes.get(t) in (None, "skipped"))
+
+
+def cache_key(base_tree: str, env_stamp: str, extra: list[str]) -> str:
+    """What the base outcomes depend on: the base files, the environment and the selection."""
+    ray = os.environ.get("RAY_OVERRIDE_RESOURCES", RAY_RESOURCES["RAY_OVERRIDE_RESOURCES"])
+    return " ".join([base_tree, env_stamp, f"timeout={TIMEOUT_S}", ray, *SELECTION, *SANITY, SANITY_SCRIPT, *extra])
+
+
+def cached_base(cache: Path, key: str) -> SuiteResult | None:
+    try:
+        data = json.loads(cache.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return SuiteResult(data["outcomes"]) if data.get("key") == key else None
+
+
+def store_base(cache: Path, key: str, result: SuiteResult) -> None:
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": key, "outcomes": result.outcomes}, indent=0, sort_keys=True))
