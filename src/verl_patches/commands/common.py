@@ -11,7 +11,7 @@ from collections.abc import Callable
 from verl_patches import backups, record
 from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError
 from verl_patches.layout import Project
-from verl_patches.source import fetch, import_pinned
+from verl_patches.source import fetch, import_pinned, mirror_from
 from verl_patches.sync import assess
 from verl_patches.tree import BuildTree
 from verl_patches.trial import apply_each
