@@ -45,7 +45,7 @@ def check_applies(project: Project, series: Series, upstream: Upstream, sanity: 
             commits = apply_each(trial, [(name, project.patch_path(name)) for name in series.names])
         except PatchApplyError as failure:
             detail = failure.detail.replace("\n", " | ")
-            todo = "make it apply: fix it in patches/, or rebase it in a build/verl that holds the whole series and export"
+            todo = "make it apply: fix it in patches/, or rebase it in a build/verl holding the whole series, export"
             return [Finding(failure.patch, "applies", detail, todo)]
         if not sanity or base is None:
             return []
