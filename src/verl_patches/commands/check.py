@@ -103,8 +103,6 @@ def collect(project: Project, apply: bool = True, sanity: bool = True) -> list[F
         return findings
     upstream = project.load_upstream()
     applies = check_applies(project, series, upstream, sanity)
-    if any(f.rule == "applies" for f in applies):
-        return findings + applies
     return findings + applies + check_up_to_date(project, upstream)
 
 

@@ -166,14 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.distributed and devices < args.nproc:
         print(f"{devices} visible GPU(s); the distributed tests need {args.nproc}: not run")
         return 0
+    status = 0
     for _, cmd in commands:
         print("+ " + shlex.join(cmd), flush=True)
-        status = subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
-        if status != 0:
-            return status
+        returncode = subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
+        status = status or returncode
     if args.upstream and not args.gpu:
-        return upstream_guard(project, tree, python, requirements, args.pytest_args)
-    return 0
+        return upstream_guard(project, tree, python, requirements, args.pytest_args) or status
+    return status
 
 
 def upstream_guard(project: Project, tree: BuildTree, python, requirements, extra: list[str]) -> int:
