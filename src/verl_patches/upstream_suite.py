@@ -23,9 +23,10 @@ from verl_patches.venv import run_env
 SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
 # Per test, against hangs that pytest-timeout can interrupt.
 TIMEOUT_S = 120
-# Tests that reserve Ray CPUs (TransferQueue's placement group in tests/trainer/ppo/v1, worker groups after
-# ray.init(num_cpus=100)) wait forever on a machine with fewer cores, in ray.get, where pytest-timeout does not
-# interrupt them. Ray's logical CPU count is set to 128 unless RAY_OVERRIDE_RESOURCES is already set.
+# Tests that reserve Ray CPUs (TransferQueue's placement group in tests/trainer/ppo/v1) wait forever on a
+# machine with fewer cores, in ray.get, where pytest-timeout does not interrupt them. Ray's logical CPU count
+# is set to 128, above what any test asks for (tests/single_controller calls ray.init(num_cpus=100)), unless
+# RAY_OVERRIDE_RESOURCES is already set.
 RAY_RESOURCES = {"RAY_OVERRIDE_RESOURCES": '{"CPU": 128}'}
 SANITY = ["tests/special_sanity"]
 SANITY_SCRIPT = "tests/special_sanity/validate_imported_docs.py"
