@@ -21,12 +21,13 @@ from verl_patches.venv import run_env
 # pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
 # that need vllm or sglang): every outcome is compared.
 SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
-# Per test, as a guard against hangs (a test blocked in ray.get may not be interrupted at all).
+# Per test, against hangs that pytest-timeout can interrupt.
 TIMEOUT_S = 120
-# verl's CPU job runs on 8-GPU hosts; tests that reserve Ray CPUs for actors (TransferQueue's placement
-# group in tests/trainer/ppo/v1) wait forever for a bundle on a 2-core machine. Ray's logical CPU count
-# is set to 8 unless RAY_OVERRIDE_RESOURCES is already set.
-RAY_RESOURCES = {"RAY_OVERRIDE_RESOURCES": '{"CPU": 8}'}
+# Tests that reserve Ray CPUs (TransferQueue's placement group in tests/trainer/ppo/v1) wait forever on a
+# machine with fewer cores, in ray.get, where pytest-timeout does not interrupt them. Ray's logical CPU count
+# is set to 128, above what any test asks for (tests/single_controller calls ray.init(num_cpus=100)), unless
+# RAY_OVERRIDE_RESOURCES is already set.
+RAY_RESOURCES = {"RAY_OVERRIDE_RESOURCES": '{"CPU": 128}'}
 SANITY = ["tests/special_sanity"]
 SANITY_SCRIPT = "tests/special_sanity/validate_imported_docs.py"
 ENV = {"TORCH_COMPILE_DISABLE": "1", "TORCHINDUCTOR_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
