@@ -5,7 +5,8 @@
 Default trees: `base` (a scratch git worktree of build/verl at its upstream/* tag) and `patched`
 (build/verl). Each tree runs in its own interpreter with the tree first on sys.path. Counted with the
 series' counter (tests/models/_host_sync.py of build/verl: scalar reads, nonzero, boolean indexing,
-masked_select, copies to the host, .tolist()) on CPU tensors, single rank (TP=1, CP=1). The NPU path is
+masked_select, copies to the host, .tolist()), plus the .tolist() calls made inside nested-tensor ops
+that the counter does not see, on CPU tensors, single rank (TP=1, CP=1). The NPU path is
 selected by setting `is_npu_available` in verl.models.mcore.util, with MindSpeed's two setters
 replaced by no-ops. The model is a stand-in that returns a precomputed packed output, so only verl's
 code is counted. Rows:
@@ -72,13 +73,28 @@ def _worker(batches: list[int], counter_path: str, repeats: int) -> dict:
         lengths = [64 + (37 * i) % 200 for i in range(batch)]
         return torch.nested.nested_tensor([torch.arange(1, n + 1) for n in lengths], layout=torch.jagged)
 
+    original_tolist = torch.Tensor.tolist
+    tolist_calls = []
+
+    def counting_tolist(self):
+        tolist_calls.append(1)
+        return original_tolist(self)
+
     def measure(fn):
-        with host_sync.HostSyncCounter() as counter:
-            fn()
+        # Nested-tensor ops read their offsets with .tolist() below the counter's torch-function level
+        # (e.g. input_ids[i] unbinds the batch); those calls are counted by patching Tensor.tolist.
+        tolist_calls.clear()
+        torch.Tensor.tolist = counting_tolist
+        try:
+            with host_sync.HostSyncCounter() as counter:
+                fn()
+        finally:
+            torch.Tensor.tolist = original_tolist
+        missed = len(tolist_calls) - counter.ops.get("tolist", 0)
         start = time.perf_counter()
         for _ in range(repeats):
             fn()
-        return counter.count, (time.perf_counter() - start) / repeats * 1e3
+        return counter.count + missed, (time.perf_counter() - start) / repeats * 1e3
 
     rows = {}
     for batch in batches:
