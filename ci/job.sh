@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The NPU smoke script, relative to the patched tree.
-NPU_SMOKE_SCRIPT=${NPU_SMOKE_SCRIPT:-examples/grpo_trainer/run_qwen3_5_0_8b_thd_smoke_megatron.sh}
+NPU_SMOKE_SCRIPT=${NPU_SMOKE_SCRIPT:-tests/special_npu/run_qwen3_5_2b_grpo_megatron.sh}
 TOOL=.venv/bin/verl-patches
 TREE=build/verl
 RESULTS=${CI_RESULTS_DIR:-build/ci}
@@ -133,7 +133,7 @@ ray-stop)
 npu-smoke)
     need MODEL_PATH "set the repository variable NPU_SMOKE_MODEL_PATH"
     need TRAIN_FILE "set the repository variable NPU_SMOKE_TRAIN_FILE"
-    need VAL_FILE "set the repository variable NPU_SMOKE_VAL_FILE"
+    need TEST_FILE "set the repository variable NPU_SMOKE_VAL_FILE"
     script=$TREE/$NPU_SMOKE_SCRIPT
     [ -f "$script" ] || die "the smoke script $script does not exist in the patched tree"
     mkdir -p "$RESULTS"
@@ -141,10 +141,18 @@ npu-smoke)
     rm -f "$metrics"
     export PYTHON=${NPU_SMOKE_PYTHON:-python3}
     export PYTHONPATH="$PWD/$TREE${PYTHONPATH:+:$PYTHONPATH}"
-    export VERL_FILE_LOGGER_PATH=$metrics LOGGER='["console","file"]'
+    export VERL_FILE_LOGGER_PATH=$metrics
+    # The script runs python3: the one of the Ascend training environment.
+    PATH="$(dirname "$(command -v "$PYTHON")"):$PATH"
+    # Hydra overrides after the script's own (the later value wins).
+    smoke_args=("trainer.logger=[console,file]" "data.train_max_samples=${TRAIN_MAX_SAMPLES:-32}"
+        "data.val_max_samples=${VAL_MAX_SAMPLES:-8}")
+    if [ -n "${CKPT_DIR:-}" ]; then
+        smoke_args+=("trainer.default_local_dir=$CKPT_DIR")
+    fi
     ray_stop
     # The launch command must compose; DRY_RUN=1 only prints it.
-    DRY_RUN=1 bash "$script" >"$RESULTS/npu-smoke-command.txt"
+    DRY_RUN=1 bash "$script" "${smoke_args[@]}" >"$RESULTS/npu-smoke-command.txt"
     cat "$RESULTS/npu-smoke-command.txt"
     if [ "$DRY" = 1 ]; then
         echo "+ (dry run) bash $script"
@@ -153,7 +161,7 @@ npu-smoke)
         exit 0
     fi
     "$PYTHON" -c 'import sys, verl; assert verl.__file__.startswith(sys.argv[1]), verl.__file__' "$PWD/$TREE"
-    DRY_RUN=0 bash "$script" 2>&1 | tee "$RESULTS/npu-smoke-console.log"
+    DRY_RUN=0 bash "$script" "${smoke_args[@]}" 2>&1 | tee "$RESULTS/npu-smoke-console.log"
     .venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml "$metrics"
     ;;
 *)

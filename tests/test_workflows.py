@@ -36,7 +36,7 @@ jobs:
 SMOKE_SCRIPT = """\
 #!/usr/bin/env bash
 set -euo pipefail
-CMD=(python3 -m verl.trainer.main_ppo trainer.logger="${LOGGER:-console}" "$@")
+CMD=(python3 -m verl.trainer.main_ppo trainer.logger=console "$@")
 if [ "${DRY_RUN:-0}" = "1" ]; then
     printf '%q ' "${CMD[@]}"
     printf '\\n'
@@ -50,7 +50,7 @@ STUBS = {
     "npu-smi": 'echo "| npu-smi stub | Version: 0.0.0 |"',
 }
 VARS = {
-    "NPU_SMOKE_MODEL_PATH": "/models/Qwen3.5-0.8B",
+    "NPU_SMOKE_MODEL_PATH": "/models/Qwen3.5-2B",
     "NPU_SMOKE_TRAIN_FILE": "/data/geo3k/train.parquet",
     "NPU_SMOKE_VAL_FILE": "/data/geo3k/test.parquet",
 }
