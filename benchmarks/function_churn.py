@@ -62,10 +62,10 @@ def changed_lines(diff: str) -> dict[str, tuple[set[int], set[int]]]:
     result: dict[str, tuple[set[int], set[int]]] = {}
     path = None
     for line in diff.splitlines():
-        if line.startswith("+++ "):
-            path = None if line == "+++ /dev/null" else line[6:]
-        elif line.startswith("--- ") and line != "--- /dev/null":
-            path = line[6:]
+        if line.startswith("--- "):
+            path = None if line == "--- /dev/null" else line[6:]
+        elif line.startswith("+++ ") and line != "+++ /dev/null":
+            path = line[6:]  # a deleted file keeps the old path: its deleted lines still count
         elif (match := HUNK.match(line)) and path:
             old_start, old_len, new_start, new_len = match.groups()
             old = set(range(int(old_start), int(old_start) + int(old_len if old_len is not None else 1)))
@@ -82,7 +82,9 @@ def show(tree: Path, rev: str, path: str) -> str:
 
 
 def patch_functions(tree: Path, commit: str, paths: list[str]) -> set[str]:
-    diff = git(tree, "diff", "-U0", "--no-renames", f"{commit}^", commit, "--", *paths)
+    # Explicit prefixes and no colour or external diff: the user's git config must not change the parse.
+    neutral = ["--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/"]
+    diff = git(tree, "diff", "-U0", "--no-renames", *neutral, f"{commit}^", commit, "--", *paths)
     touched = set()
     for path, (deleted, added) in changed_lines(diff).items():
         if not path.endswith(".py"):

@@ -57,3 +57,26 @@ def test_lines_map_to_the_innermost_function():
     assert churn.functions_at(source, {3}) == {"outer.inner"}
     assert churn.functions_at(source, {4}) == {"outer"}
     assert churn.functions_at(source, {6}) == set()
+
+
+def test_user_git_config_and_deleted_files_do_not_change_the_count(tmp_path, monkeypatch, capsys):
+    config = tmp_path / "gitconfig"
+    config.write_text("[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n[color]\n\tdiff = always\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _commit(repo, BASE, "base")
+    (repo / "verl" / "gone.py").write_text("def old():\n    return 0\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base: gone.py")
+    _git(repo, "tag", "upstream/1.0")
+    _commit(repo, BASE.replace("return x + 1", "return x + 2"), "one: first")
+    (repo / "verl" / "gone.py").unlink()
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "two: delete gone.py")
+
+    assert churn.main(["--tree", str(repo)]) == 0
+    out = capsys.readouterr().out
+    assert " 1   1 function(s)  one: first" in out
+    assert " 2   1 function(s)  two: delete gone.py" in out
