@@ -4,7 +4,8 @@
     python benchmarks/bench_tool.py --prove        # also prove: first run (empty cache), then a re-run (cached)
     python benchmarks/bench_tool.py --fresh-clone  # also `make test` in a fresh clone (minutes)
 
-Runs in a temporary build folder (VERL_PATCHES_BUILD_DIR), so build/ of the checkout is not touched;
+Runs on a temporary copy of upstream.toml, patches/ and requirements/ with its own build folder, so
+neither patches/ nor build/ of the checkout is touched;
 the tests run with the checkout's build/venv when it exists. The fresh clone gets VERL_PATCHES_MIRROR, or
 ../shared/upstream beside the checkout when that folder exists (as .ci/run does).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,18 +44,22 @@ def main() -> int:
     series = [ln for ln in (ROOT / "patches/series").read_text().splitlines() if ln and not ln.startswith("#")]
     print(f"series: {len(series)} patch(es); cores: {os.cpu_count()}")
     with tempfile.TemporaryDirectory(prefix="verl-patches-bench-") as tmp:
-        build = Path(tmp) / "build"
-        env = {**os.environ, "VERL_PATCHES_BUILD_DIR": str(build)}
+        project = Path(tmp) / "project"
+        project.mkdir()
+        shutil.copy2(ROOT / "upstream.toml", project)
+        for folder in ("patches", "requirements"):
+            shutil.copytree(ROOT / folder, project / folder)
+        env = {k: v for k, v in os.environ.items() if k != "VERL_PATCHES_BUILD_DIR"}
         venv_python = ROOT / "build/venv/bin/python"
         if venv_python.exists():
             env["VERL_PATCHES_PYTHON"] = str(venv_python)
-        timed("apply (cold: import upstream + git am)", [*TOOL, "apply"], env)
-        timed("apply (warm: reset to import + git am)", [*TOOL, "apply"], env)
-        timed("export (no change)", [*TOOL, "export"], env)
-        timed("check (lint + trial apply + compare)", [*TOOL, "check"], env)
+        timed("apply (cold: import upstream + git am)", [*TOOL, "apply", "-C", str(project)], env)
+        timed("apply (warm: reset to import + git am)", [*TOOL, "apply", "-C", str(project)], env)
+        timed("export (no change)", [*TOOL, "export", "-C", str(project)], env)
+        timed("check (lint + trial apply + compare)", [*TOOL, "check", "-C", str(project)], env)
         if args.prove:
-            timed("prove (empty cache)", [*TOOL, "prove"], env)
-            timed("prove (re-run, nothing changed)", [*TOOL, "prove"], env)
+            timed("prove (empty cache)", [*TOOL, "prove", "-C", str(project)], env)
+            timed("prove (re-run, nothing changed)", [*TOOL, "prove", "-C", str(project)], env)
         if args.fresh_clone:
             clone = Path(tmp) / "clone"
             subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
