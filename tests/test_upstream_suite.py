@@ -36,6 +36,8 @@ def on_archive(checkout, tmp_path, monkeypatch, extra: dict[str, str] | None = N
     archive = make_archive(mirror, "1.0.0", files)
     pin_archive(checkout.root, "1.0.0", tree_id_of(archive, tmp_path))
     monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    # A pytest configuration around build/verl (as in this project) must not change the suite's test ids.
+    (checkout.root / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n')
     assert checkout.cli("apply") == 0
     return checkout
 
