@@ -95,6 +95,17 @@ def test_an_interrupted_base_run_is_not_cached(checkout, tmp_path, monkeypatch, 
     assert not (tree.root / "build" / "upstream-suite-base.json").exists()
 
 
+def test_files_the_suite_writes_stay_out_of_the_build_tree(checkout, tmp_path, monkeypatch, capsys):
+    writes = (
+        "import os\n\n\ndef test_writes():\n    os.makedirs('test_data', exist_ok=True)\n"
+        "    open('test_data/x', 'w').close()\n"
+    )
+    tree = on_archive(checkout, tmp_path, monkeypatch, {"tests/models/test_writes_on_cpu.py": writes})
+    assert tree.cli("test", "--upstream") == 0
+    assert tree.user_git("status", "--porcelain") == ""
+    assert tree.cli("apply") == 0
+
+
 def test_junit_outcomes_keep_the_worse_of_call_and_teardown():
     xml = (
         '<testsuites><testsuite><testcase classname="t" name="a"/><testcase classname="t" name="a">'
