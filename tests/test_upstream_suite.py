@@ -36,6 +36,8 @@ def on_archive(checkout, tmp_path, monkeypatch, extra: dict[str, str] | None = N
     archive = make_archive(mirror, "1.0.0", files)
     pin_archive(checkout.root, "1.0.0", tree_id_of(archive, tmp_path))
     monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    # A pytest configuration around build/verl (as in this project) must not change the suite's test ids.
+    (checkout.root / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n')
     assert checkout.cli("apply") == 0
     return checkout
 
@@ -91,6 +93,17 @@ def test_an_interrupted_base_run_is_not_cached(checkout, tmp_path, monkeypatch, 
     assert tree.cli("test", "--upstream") == 1
     assert "pytest did not complete (exit 2)" in capsys.readouterr().err
     assert not (tree.root / "build" / "upstream-suite-base.json").exists()
+
+
+def test_files_the_suite_writes_stay_out_of_the_build_tree(checkout, tmp_path, monkeypatch, capsys):
+    writes = (
+        "import os\n\n\ndef test_writes():\n    os.makedirs('test_data', exist_ok=True)\n"
+        "    open('test_data/x', 'w').close()\n"
+    )
+    tree = on_archive(checkout, tmp_path, monkeypatch, {"tests/models/test_writes_on_cpu.py": writes})
+    assert tree.cli("test", "--upstream") == 0
+    assert tree.user_git("status", "--porcelain") == ""
+    assert tree.cli("apply") == 0
 
 
 def test_junit_outcomes_keep_the_worse_of_call_and_teardown():

@@ -21,6 +21,9 @@ from verl_patches.venv import run_env
 # pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
 # that need vllm or sglang): every outcome is compared.
 SELECTION = ["-o", "python_files=*_on_cpu.py", "--asyncio-mode=auto", "--continue-on-collection-errors", "tests/"]
+# An empty ini file and the tree as rootdir: no configuration of a folder around the tree (this project's own
+# pyproject.toml around build/verl) applies, and test ids are the same in every tree.
+INI = "[pytest]\n"
 # Per test, against hangs that pytest-timeout can interrupt.
 TIMEOUT_S = 120
 # Tests that reserve Ray CPUs (TransferQueue's placement group in tests/trainer/ppo/v1) wait forever on a
@@ -58,8 +61,10 @@ def run(python: Path, tree: Path, extra: list[str], log=print) -> SuiteResult:
 def _pytest(python: Path, tree: Path, env: dict[str, str], args: list[str], log) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="verl-patches-suite-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--timeout={TIMEOUT_S}"]
-        cmd += [f"--junitxml={junit}", *args]
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text(INI)
+        cmd = [str(python), "-m", "pytest", "-c", str(ini), f"--rootdir={tree}", "-p", "no:cacheprovider", "-q"]
+        cmd += [f"--timeout={TIMEOUT_S}", f"--junitxml={junit}", *args]
         log(f"+ (in {tree}) " + " ".join(cmd))
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         tail = (proc.stdout.strip().splitlines() or [""])[-1]
@@ -101,7 +106,8 @@ def gone(base: SuiteResult, patched: SuiteResult) -> list[str]:
 def cache_key(base_tree: str, env_stamp: str, extra: list[str]) -> str:
     """What the base outcomes depend on: the base files, the environment and the selection."""
     ray = os.environ.get("RAY_OVERRIDE_RESOURCES", RAY_RESOURCES["RAY_OVERRIDE_RESOURCES"])
-    return " ".join([base_tree, env_stamp, f"timeout={TIMEOUT_S}", ray, *SELECTION, *SANITY, SANITY_SCRIPT, *extra])
+    selection = [f"timeout={TIMEOUT_S}", ray, INI.strip(), *SELECTION, *SANITY, SANITY_SCRIPT]
+    return " ".join([base_tree, env_stamp, *selection, *extra])
 
 
 def cached_base(cache: Path, key: str) -> SuiteResult | None:

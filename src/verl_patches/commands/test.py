@@ -192,8 +192,9 @@ def upstream_guard(project: Project, tree: BuildTree, python, requirements, extr
         upstream_suite.store_base(cache, key, before)
     else:
         print(f"verl's CPU suite on the base ({upstream.tag}): outcomes from {cache}")
-    print("verl's CPU suite with the series:", flush=True)
-    after = upstream_suite.run(python, tree.path, extra)
+    print("verl's CPU suite with the series (committed HEAD, in a scratch worktree):", flush=True)
+    with linked_worktree(tree, tree.head() or "HEAD", branch="suite-series") as series_tree:
+        after = upstream_suite.run(python, series_tree.path, extra)
     broken = upstream_suite.regressions(before, after)
     print(f"upstream CPU suite on the base:        {before.counts()}")
     print(f"upstream CPU suite with the series:    {after.counts()}")
