@@ -23,34 +23,34 @@ class GitError(VerlPatchesError):
         super().__init__(f"git {' '.join(args)} failed with exit code {returncode}:\n{detail}")
 
 
-class HashMismatchError(VerlPatchesError):
+class PinMismatchError(VerlPatchesError):
+    """A downloaded file does not match its pin in upstream.toml; the file is kept as it is."""
+
+    def __init__(self, headline: str, found: str, untouched: str, expected: str, actual: str):
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"{headline}:\n"
+            f"  {'expected (upstream.toml):':<26}{expected}\n"
+            f"  {f'actual ({found}):':<26}{actual}\n"
+            f"{untouched} The file was kept as it is for inspection; if it is a corrupt or wrong download, "
+            "delete it and run again to download it afresh; if the pin is wrong, fix upstream.toml."
+        )
+
+
+class HashMismatchError(PinMismatchError):
     """The downloaded sdist does not have the pinned sha256."""
 
     def __init__(self, path: str, expected: str, actual: str):
-        self.expected = expected
-        self.actual = actual
-        super().__init__(
-            f"sha256 mismatch for {path}:\n"
-            f"  expected (upstream.toml): {expected}\n"
-            f"  actual (downloaded):      {actual}\n"
-            "Nothing was unpacked. The file was kept as it is for inspection; if it is a corrupt download, delete it "
-            "and run again to download it afresh; if the pin is wrong, fix upstream.toml."
-        )
+        super().__init__(f"sha256 mismatch for {path}", "downloaded", "Nothing was unpacked.", expected, actual)
 
 
-class TreeMismatchError(VerlPatchesError):
+class TreeMismatchError(PinMismatchError):
     """The files of a downloaded archive do not have the pinned git tree id."""
 
     def __init__(self, path: str, expected: str, actual: str):
-        self.expected = expected
-        self.actual = actual
-        super().__init__(
-            f"content mismatch for {path}: the git tree id of its files is not the pinned one:\n"
-            f"  expected (upstream.toml): {expected}\n"
-            f"  actual (this file):       {actual}\n"
-            "Nothing was imported. The file was kept as it is for inspection; if it is a corrupt or wrong download, "
-            "delete it and run again to download it afresh; if the pin is wrong, fix upstream.toml."
-        )
+        headline = f"content mismatch for {path}: the git tree id of its files is not the pinned one"
+        super().__init__(headline, "this file", "Nothing was imported.", expected, actual)
 
 
 class UnexportedWorkError(VerlPatchesError):
