@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
+import tarfile
+from pathlib import Path
 
 import pytest
 from conftest import make_archive, pin_archive, tree_id_of
 
+from verl_patches import sdist, source
+from verl_patches.errors import VerlPatchesError
 from verl_patches.model.upstream import Upstream
 from verl_patches.source import archive_cache_path
 
@@ -160,3 +165,47 @@ def test_range_diff_across_a_change_of_source_kind(checkout, tmp_path, monkeypat
     capsys.readouterr()
     assert checkout.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
     assert "1:" in capsys.readouterr().out
+
+
+def _tarball(path: Path, members: list[tarfile.TarInfo], data: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for info in members:
+            payload = data.get(info.name)
+            if payload is not None:
+                info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload) if payload is not None else None)
+    return path
+
+
+def test_unpack_refuses_members_written_through_a_symlink(tmp_path):
+    """A chain of links inside the tree must not carry a later member outside dest."""
+    links = []
+    for name, target in (("top/x/b", ".."), ("top/x/b/c", "..")):
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        links.append(info)
+    escaped = tarfile.TarInfo("top/x/b/c/escaped.txt")
+    folder = tarfile.TarInfo("top/x")
+    folder.type = tarfile.DIRTYPE
+    archive = _tarball(tmp_path / "bad.tar.gz", [folder, *links, escaped], {escaped.name: b"x"})
+    archive_members = {m.name for m in tarfile.open(archive).getmembers()}
+    assert "top/x/b/c/escaped.txt" in archive_members
+    dest = tmp_path / "out" / "dest"
+    dest.mkdir(parents=True)
+    with pytest.raises(VerlPatchesError, match="lies below a symlink"):
+        sdist.unpack(archive, dest)
+    assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_a_cut_short_archive_is_named_not_a_traceback(tmp_path):
+    good = _tarball(tmp_path / "good.tar.gz", [tarfile.TarInfo("top/a.txt")], {"top/a.txt": b"y" * 200_000})
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(good.read_bytes()[:100])
+    with pytest.raises(VerlPatchesError, match=r"cut\.tar\.gz is not a readable \.tar\.gz.*delete it"):
+        sdist.unpack(cut, tmp_path / "dest")
+
+
+def test_a_download_shorter_than_its_content_length_is_refused():
+    handle = io.BytesIO()
+    with pytest.raises(VerlPatchesError, match="stopped after 3 of 10 bytes"):
+        source._copy_with_progress(io.BytesIO(b"abc"), handle, 10, "verl-1.0.0.tar.gz")

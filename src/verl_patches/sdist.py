@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from verl_patches.errors import HashMismatchError, VerlPatchesError
@@ -86,7 +87,17 @@ def newest_mtime(path: Path) -> int:
 
 def unpack(path: Path, dest: Path) -> None:
     """Unpack the tarball into dest, dropping its single top-level folder. Symlinks are kept when they
-    point inside dest; absolute or escaping paths, hard links and device files are refused."""
+    point inside dest; absolute or escaping paths, members below a symlink, hard links and device files
+    are refused. An unreadable file (a cut-short download, say) is an error that names it."""
+    try:
+        _unpack(path, dest)
+    except (EOFError, tarfile.TarError, zlib.error) as exc:
+        raise VerlPatchesError(
+            f"{path} is not a readable .tar.gz ({exc}): delete it and run again to download it afresh"
+        ) from exc
+
+
+def _unpack(path: Path, dest: Path) -> None:
     with tarfile.open(path, "r:gz") as archive:
         members = archive.getmembers()
         roots = {PurePosixPath(m.name).parts[0] for m in members if m.name not in ("", ".")}
@@ -99,6 +110,8 @@ def unpack(path: Path, dest: Path) -> None:
             if member.name.startswith("/") or ".." in parts:
                 raise VerlPatchesError(f"{path.name}: unsafe member path {member.name!r}")
             out = dest.joinpath(*parts)
+            if any(dest.joinpath(*parts[:n]).is_symlink() for n in range(1, len(parts))):
+                raise VerlPatchesError(f"{path.name}: member {member.name!r} lies below a symlink")
             if member.isdir():
                 out.mkdir(parents=True, exist_ok=True)
                 continue

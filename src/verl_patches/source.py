@@ -101,6 +101,8 @@ def _copy_with_progress(response, handle, total: int, name: str) -> None:
             _progress(name, done, total)
     _progress(name, done, total)
     print(file=sys.stderr, flush=True)
+    if total and done != total:
+        raise VerlPatchesError(f"the download of {name} stopped after {done} of {total} bytes: run again")
 
 
 def _progress(name: str, done: int, total: int) -> None:
