@@ -59,6 +59,15 @@ def test_a_series_that_breaks_an_upstream_test_fails(suite, capsys):
     assert "test_mask_on_cpu_passes" in out and "1 regression(s)" in out
 
 
+def test_a_series_that_stops_an_upstream_test_from_running_fails(suite, capsys):
+    """A broken import makes a module's tests vanish (a collection error): that is a regression too."""
+    broken = UPSTREAM_TEST.replace("from verl.models.util import build_mask", "from verl.models.util import gone")
+    suite.commit_in_tree("tests/models/test_util_on_cpu.py", broken, MESSAGE.format("y"))
+    rc, out = run_guard(suite, capsys)
+    assert rc == 1, out
+    assert "REGRESSION: passes on the base, not run with the series" in out and "test_mask_on_cpu_passes" in out
+
+
 def test_a_harmless_series_passes_and_the_base_run_is_cached(suite, capsys):
     suite.commit_in_tree("verl/notes.py", "NOTE = 1\n", MESSAGE.format("notes"))
     rc, out = run_guard(suite, capsys)

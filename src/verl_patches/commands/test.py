@@ -198,9 +198,10 @@ def upstream_guard(project: Project, tree: BuildTree, python, requirements, extr
     broken = upstream_suite.regressions(before, after)
     print(f"upstream CPU suite on the base:        {before.counts()}")
     print(f"upstream CPU suite with the series:    {after.counts()}")
-    for test_id in upstream_suite.gone(before, after):
-        print(f"  passes on the base, not run with the series: {test_id}")
+    missing = upstream_suite.gone(before, after)
+    for test_id in missing:
+        print(f"  REGRESSION: passes on the base, not run with the series (removed, renamed or skipped): {test_id}")
     for test_id in broken:
         print(f"  REGRESSION: passes on the base, fails with the series: {test_id}")
-    print(f"upstream CPU suite: {len(broken)} regression(s)")
-    return 1 if broken else 0
+    print(f"upstream CPU suite: {len(broken) + len(missing)} regression(s)")
+    return 1 if broken or missing else 0
