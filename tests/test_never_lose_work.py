@@ -283,3 +283,14 @@ def test_a_tree_that_already_exports_to_the_changed_patches_is_clean(checkout, c
     capsys.readouterr()
     assert checkout.cli("status") == 0
     assert "clean" in capsys.readouterr().out
+
+
+def test_apply_force_leaves_a_git_lock_that_an_apply_did_not_leave(checkout, capsys):
+    """A user's git may still hold index.lock in build/verl (an open commit editor): --force must not remove it."""
+    three_patches(checkout)
+    lock = checkout.tree / ".git" / "index.lock"
+    lock.write_text("")
+    capsys.readouterr()
+    assert checkout.cli("apply", "--force") == 1
+    assert lock.exists()
+    assert "index.lock" in capsys.readouterr().err

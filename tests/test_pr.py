@@ -14,7 +14,7 @@ from test_lifecycle import BUGGY, add_clamp_fix
 
 from verl_patches.layout import Project
 from verl_patches.model.patch import Patch
-from verl_patches.model.pull_request import build, split_template
+from verl_patches.model.pull_request import build, split_template, unwrap
 
 TEMPLATE = """\
 ### What does this PR do?
@@ -151,3 +151,9 @@ def test_every_patch_passes_verls_own_pr_checks(tmp_path):
         assert check(UPSTREAM_FILES[1], pr.title, pr.body).returncode == 0, patch.name
         assert check(UPSTREAM_FILES[2], pr.title, pr.body).returncode == 0, patch.name
         assert isinstance(Patch.parse(patch.name, project.patch_path(patch.name).read_bytes()), Patch)
+
+
+def test_unwrap_joins_wrapped_prose_but_keeps_lists_and_code_blocks():
+    text = "Repro, wrapped\nover two lines:\n```python\nx = f(1)\ny = g(x)\n```\n- a list item\n- another"
+    expected = "Repro, wrapped over two lines:\n```python\nx = f(1)\ny = g(x)\n```\n- a list item\n- another"
+    assert unwrap(text) == expected

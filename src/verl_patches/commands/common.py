@@ -65,8 +65,8 @@ def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
 
 
 def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -> bool:
-    """Before build/verl is rebuilt: refuse to lose work, or keep it in a backup. True when what the tree
-    holds is the command's own to discard: left by an interrupted apply, or given up with --force."""
+    """Before build/verl is rebuilt: refuse to lose work, or keep it in a backup. True when the tree is
+    what an interrupted apply left (its git locks are then the tool's own, and stale)."""
     state = assess(project, tree)
     if state.work and not (force or state.interrupted_apply):
         refuse_unexported(project, tree, "rebuild the build tree")
@@ -93,7 +93,7 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
                 f"kept a backup of build/verl: {kept.id} (branch {kept.info['branch']}, {kept.folder}); "
                 "`verl-patches backups` says how to restore it"
             )
-    return force or state.interrupted_apply
+    return state.interrupted_apply
 
 
 def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
@@ -105,15 +105,15 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     series = project.load_series()
     project.load_patches(series)  # every listed file exists, parses and is listed once
     tree = BuildTree(project.tree_dir)
-    ours = prepare_rebuild(project, tree, force, log) if tree.exists() else False
+    interrupted = prepare_rebuild(project, tree, force, log) if tree.exists() else False
     if not tree.import_commit(upstream):
         fetch(upstream, project.cache_dir, project.mirror, log=log)  # a download fails before the tree is touched
     source = record.source_digest(project)
     if tree.exists():
         record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
-        if ours or not tree.head():
-            # Only verl-patches commands use build/verl while the checkout lock is held, and they take git's
-            # locks only while the record says `applying`: these are left by a command that was killed.
+        if interrupted or not tree.head():
+            # The record says an apply was cut short: git's locks are those its git commands left. A lock
+            # in any other state may be a user's git still at work in build/verl; it is left alone.
             for stale in tree.lock_files():
                 stale.unlink(missing_ok=True)
                 log(f"removed {stale}, left by an interrupted git command")

@@ -75,13 +75,16 @@ def message_parts(patch: Patch) -> dict[str, list[str]]:
 
 def unwrap(paragraph: str) -> str:
     """Join the hard-wrapped lines of a paragraph (GitHub renders each newline of a PR body as a break);
-    list items and indented lines keep their own line."""
+    list items, indented lines and fenced code blocks keep their own lines."""
     out: list[str] = []
+    fenced = False
     for line in paragraph.splitlines():
-        if out and line.strip() and not _LIST_ITEM.match(line) and not out[-1].startswith("```"):
+        fence = line.lstrip().startswith("```")
+        if out and line.strip() and not fenced and not fence and not _LIST_ITEM.match(line):
             out[-1] = f"{out[-1]} {line.strip()}"
         else:
             out.append(line.rstrip())
+        fenced ^= fence
     return "\n".join(out)
 
 
