@@ -2,7 +2,7 @@
 
 Source kinds:
 - ``git-archive``: GitHub's tag archive of the repository, pinned by the git tree id of its imported files
-  (an archive sha256 is an optional fast path: GitHub may re-compress archives).
+  (an archive sha256 may be recorded for reference; it is not checked: GitHub may re-compress archives).
 - ``pypi-sdist``: the PyPI sdist, pinned by its sha256.
 """
 
@@ -101,7 +101,7 @@ class Upstream:
             lines = [
                 "# The verl release the series applies to: GitHub's tag archive of the repository.",
                 "# The pin is `tree`, the git tree id of every file of the archive imported with `git add -A -f`;",
-                "# `sha256` is one known copy of the archive (a fast path only: GitHub may re-compress it).",
+                "# `sha256` records one known copy of the archive, for reference only: GitHub may re-compress it.",
                 "[upstream]",
                 f'name = "{self.name}"',
                 f'version = "{self.version}"',
