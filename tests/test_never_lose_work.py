@@ -139,12 +139,14 @@ def test_both_sides_changed_is_reported_and_neither_side_is_overwritten(checkout
 
 # -- 5: Ctrl-C during apply leaves rebase-apply and index.lock --------------------------------------------------
 GIT_SHIM = """#!/bin/sh
-# git, except that `git am -3 <patch named $INTERRUPT_ON>` is followed by an index.lock and Ctrl-C to the caller.
+# git, except that `git am -3 <patch named $INTERRUPT_ON>` is followed by the index and ORIG_HEAD locks a killed
+# git leaves, and Ctrl-C to the caller.
 case " $* " in
   *" am -3 "*"$INTERRUPT_ON"*)
     "$REAL_GIT" "$@"
     gitdir=$("$REAL_GIT" -C "$2" rev-parse --absolute-git-dir)
     : > "$gitdir/index.lock"
+    : > "$gitdir/ORIG_HEAD.lock"
     kill -INT "$PPID"
     sleep 5
     exit 130 ;;
@@ -153,7 +155,7 @@ exec "$REAL_GIT" "$@"
 """
 
 
-def test_apply_recovers_from_an_interrupted_am_with_index_lock(checkout, tmp_path, capsys):
+def test_apply_recovers_from_an_interrupted_am_with_git_locks(checkout, tmp_path, capsys):
     names = three_patches(checkout)
     second = checkout.root / "patches" / names[1]
     original = second.read_bytes()
@@ -173,6 +175,7 @@ def test_apply_recovers_from_an_interrupted_am_with_index_lock(checkout, tmp_pat
     second.write_bytes(original)
     assert checkout.cli("apply") == 0  # no manual step
     assert not (checkout.tree / ".git/index.lock").exists()
+    assert not (checkout.tree / ".git/ORIG_HEAD.lock").exists()
     assert not (checkout.tree / ".git/rebase-apply").exists()
     assert checkout.cli("status") == 0
     assert "step 3" in checkout.user_git("log", "-1", "--format=%s")

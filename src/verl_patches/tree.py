@@ -250,10 +250,10 @@ class BuildTree:
 
     # -- safety ----------------------------------------------------------------------------------
     def lock_files(self) -> list[Path]:
-        """Lock files a killed git command leaves behind (index, HEAD, config, refs)."""
+        """Lock files a killed git command leaves behind: index, config, packed-refs, HEAD and the other
+        pseudo-refs (ORIG_HEAD, FETCH_HEAD, ...) at the top of .git, and refs under refs/."""
         git_dir = self.git_dir()
-        found = [git_dir / name for name in ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock")]
-        found = [path for path in found if path.exists()]
+        found = sorted(path for path in git_dir.glob("*.lock") if path.is_file())
         if (git_dir / "refs").is_dir():
             found += sorted((git_dir / "refs").rglob("*.lock"))
         return found
