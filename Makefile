@@ -1,4 +1,4 @@
-# verl-patches: `make` builds (apply, check, patched wheel, series table); `make test` runs every test.
+# verl-patches: `make` builds (apply, check, patched wheel, series table) for every base; `make test` runs every test.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,6 +6,13 @@ TOOL := $(BIN)/verl-patches
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: all build tool apply check wheel table test test-tool test-series test-wheel lint prove bench clean distclean
+# The bases declared in upstream.toml ([base."<version>"] tables); `make BASES=0.9.0 ...` restricts every target.
+BASES ?= $(shell sed -n 's/^\[base\."\([^"]*\)"\]$$/\1/p' upstream.toml)
+ifeq ($(strip $(BASES)),)
+$(error BASES is empty: upstream.toml declares no [base."<version>"] table)
+endif
+PER_BASE := build apply check wheel table prove test-series test-wheel
+.PHONY: $(foreach t,$(PER_BASE),$(BASES:%=$(t)-%))
 # The index torch is installed from into build/venv (empty: pip's own configuration), e.g.
 # https://download.pytorch.org/whl/cpu or .../cu128. Part of build/venv's stamp: a change rebuilds it.
 TORCH_INDEX_URL ?=
@@ -23,14 +30,16 @@ $(VENV)/.installed: pyproject.toml
 
 tool: $(VENV)/.installed
 
-build: tool
-	$(TOOL) apply
-	$(TOOL) check
-	$(TOOL) wheel
-	$(TOOL) table
+build: $(BASES:%=build-%)
+$(BASES:%=build-%): build-%: tool
+	$(TOOL) apply --base $*
+	$(TOOL) check --base $*
+	$(TOOL) wheel --base $*
+	$(TOOL) table --base $*
 
-apply check wheel table prove: tool
-	$(TOOL) $@
+$(foreach t,apply check wheel table prove,$(eval $(t): $(BASES:%=$(t)-%)))
+$(foreach t,apply check wheel table prove,$(BASES:%=$(t)-%)): tool
+	$(TOOL) $(patsubst %-$(lastword $(subst -, ,$@)),%,$@) --base $(lastword $(subst -, ,$@))
 
 TEST_PARTS := lint test-tool test-series test-wheel
 ifeq ($(CI_DRY_RUN),1)
@@ -42,42 +51,44 @@ endif
 
 # build/venv: the pinned test environment (apply first: make or make apply).
 venv: tool
-	ci/job.sh venv
+	VERL_PATCHES_BASE=$(lastword $(BASES)) ci/job.sh venv
 
 $(CI_STEPS:%=ci-%): tool
-	ci/job.sh $(@:ci-%=%)
+	for base in $(BASES); do VERL_PATCHES_BASE=$$base ci/job.sh $(@:ci-%=%) || exit 1; done
 
-# A kit that runs the series' GPU tests on a CUDA host with torch and no network (docs/gpu-evidence.md).
-gpu-kit: apply
-	$(BIN)/python ci/gpu_kit/build.py
+# A kit that runs (on the newest of BASES) the series' GPU tests on a CUDA host with torch and no network (docs/gpu-evidence.md).
+gpu-kit: apply-$(lastword $(BASES))
+	$(BIN)/python ci/gpu_kit/build.py --tree build/$(lastword $(BASES))/verl
 
 test-tool: tool
 	$(BIN)/python -m pytest tests
 
-test-series: tool
-	$(TOOL) test
+test-series: $(BASES:%=test-series-%)
+$(BASES:%=test-series-%): test-series-%: tool
+	$(TOOL) test --base $*
 
-# The patched wheel imports and composes the Megatron trainer config (no GPU, no ray start).
-test-wheel: test-series
-	rm -rf build/wheel-check
-	$(TOOL) wheel --outdir build/wheel-check
-	$(BIN)/python -m zipfile -e build/wheel-check/verl-*.whl build/wheel-check/site
-	PYTHONPATH=$(CURDIR)/build/wheel-check/site build/venv/bin/python -c \
-		"import verl, sys; sys.exit(0 if '/wheel-check/site/' in verl.__file__ else 'verl not from the wheel')"
-	PYTHONPATH=$(CURDIR)/build/wheel-check/site build/venv/bin/python -m verl.trainer.main_ppo \
-		--config-name ppo_megatron_trainer --cfg job > build/wheel-check/job.yaml
-	grep -q '^actor_rollout_ref:' build/wheel-check/job.yaml
-	@echo "wheel check: $$(ls build/wheel-check/*.whl) composes ppo_megatron_trainer"
+# The patched wheel of each base imports and composes the Megatron trainer config (no GPU, no ray start).
+test-wheel: $(BASES:%=test-wheel-%)
+$(BASES:%=test-wheel-%): test-wheel-%: test-series-%
+	rm -rf build/wheel-check/$*
+	$(TOOL) wheel --base $* --outdir build/wheel-check/$*
+	$(BIN)/python -m zipfile -e build/wheel-check/$*/verl-*.whl build/wheel-check/$*/site
+	PYTHONPATH=$(CURDIR)/build/wheel-check/$*/site build/venv/bin/python -c \
+		"import verl, sys; sys.exit(0 if '/wheel-check/$*/site/' in verl.__file__ else 'verl not from the wheel')"
+	PYTHONPATH=$(CURDIR)/build/wheel-check/$*/site build/venv/bin/python -m verl.trainer.main_ppo \
+		--config-name ppo_megatron_trainer --cfg job > build/wheel-check/$*/job.yaml
+	grep -q '^actor_rollout_ref:' build/wheel-check/$*/job.yaml
+	@echo "wheel check: $$(ls build/wheel-check/$*/*.whl) composes ppo_megatron_trainer"
 
 lint: tool
 	$(BIN)/pre-commit run --all-files --show-diff-on-failure --color=never
-	$(TOOL) check
+	for base in $(BASES); do $(TOOL) check --base $$base || exit 1; done
 
 bench: tool
 	$(BIN)/python benchmarks/bench_tool.py
 
 clean:
-	rm -rf dist build/verl
+	rm -rf dist build/verl $(BASES:%=build/%/verl)
 
 distclean: clean
 	rm -rf build $(VENV)

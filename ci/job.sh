@@ -9,8 +9,6 @@ cd "$(dirname "$0")/.."
 # The NPU smoke script, relative to the patched tree.
 NPU_SMOKE_SCRIPT=${NPU_SMOKE_SCRIPT:-tests/special_npu/run_qwen3_5_2b_grpo_megatron.sh}
 TOOL=.venv/bin/verl-patches
-TREE=build/verl
-RESULTS=${CI_RESULTS_DIR:-build/ci}
 DRY=0
 case "${CI_DRY_RUN:-0}" in
 0 | "") ;;
@@ -20,6 +18,14 @@ case "${CI_DRY_RUN:-0}" in
     exit 2
     ;;
 esac
+# The base whose queue a step works on (make ci-* sets it for each of BASES); the tool reads it too.
+BASE=${VERL_PATCHES_BASE:-}
+[ -n "$BASE" ] || {
+    echo "ci/job.sh: VERL_PATCHES_BASE is not set: name the base (make ci-* sets it for each of BASES)" >&2
+    exit 2
+}
+TREE=build/$BASE/verl
+RESULTS=${CI_RESULTS_DIR:-build/ci}/$BASE
 
 die() {
     echo "ci/job.sh: $*" >&2

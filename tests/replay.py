@@ -1,9 +1,10 @@
 """Replay a GitHub Actions workflow's `run:` steps on this machine, in order, in a fresh copy of the project.
 
 Only what the project's workflows use is supported: `${{ }}` expressions of the forms `inputs.X`, `vars.X`,
-`runner.temp`, `github.workspace` and `'literal'`, joined by `||`, in `env:` values (never in `run:`); `uses:` steps
-of the actions in ACTIONS, which the replay stands in for (the copy is the checkout, this interpreter the Python);
-`working-directory`; `$GITHUB_ENV`. Job and step `if:` conditions are not evaluated: every step runs until one fails.
+`runner.temp`, `github.workspace`, `matrix.X` (one run per combination: matrix_runs) and `'literal'`, joined by
+`||`, in `env:` values (never in `run:`); `uses:` steps of the actions in ACTIONS, which the replay stands in for
+(the copy is the checkout, this interpreter the Python); `working-directory`; `$GITHUB_ENV`. Job and step `if:`
+conditions are not evaluated: every step runs until one fails.
 """
 
 from __future__ import annotations
@@ -78,8 +79,9 @@ class Replay:
 
         return _EXPR.sub(one, str(value))
 
-    def run_job(self, name: str, job: dict, data: dict) -> list[StepResult]:
+    def run_job(self, name: str, job: dict, data: dict, matrix: dict[str, str] | None = None) -> list[StepResult]:
         context = {
+            "matrix": dict(matrix or {}),
             "inputs": self.inputs(data),
             "vars": self.vars,
             "runner": {"temp": str(self.temp)},
@@ -131,6 +133,18 @@ class Replay:
             if proc.returncode != 0:
                 break
         return results
+
+
+def matrix_runs(job: dict) -> list[dict[str, str]]:
+    """The combinations of the job's strategy.matrix (lists of values only; no include/exclude): one empty one
+    for a job without a matrix."""
+    matrix = (job.get("strategy") or {}).get("matrix") or {}
+    if not isinstance(matrix, dict) or any(not isinstance(v, list) for v in matrix.values()):
+        raise ReplayError(f"unsupported matrix {matrix!r}: only lists of values")
+    runs: list[dict[str, str]] = [{}]
+    for key, values in matrix.items():
+        runs = [{**run, key: str(value)} for run in runs for value in values]
+    return runs
 
 
 def fresh_copy(project: Path, target: Path, edit: Callable[[Path], None] | None = None) -> Path:

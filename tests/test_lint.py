@@ -107,3 +107,15 @@ def test_finding_line_names_patch_rule_and_todo():
     (finding,) = lint_patch(Patch.parse("p.patch", mbox(files=BOTH_TESTS, author="X <x@y>")))
     line = str(finding)
     assert line.startswith("p.patch: author: ") and "->" in line
+
+
+@pytest.mark.parametrize(
+    ("trailers", "found"),
+    [
+        ("Base-Specific: verl 0.9.1 moved the helper\n", False),
+        ("Base-Specific:\n", True),
+        ("Base-Specific: one\nBase-Specific: two\n", True),
+    ],
+)
+def test_base_specific_needs_one_reason(trailers, found):
+    assert ("base-specific" in rules(body=BODY + trailers)) == found

@@ -134,7 +134,8 @@ def test_upstream_from_mapping_validates():
         Upstream.from_mapping({"upstream": {**sdist, "version": "nine", "sha256": "a" * 64}})
     with pytest.raises(ConfigError, match="version"):
         Upstream.from_mapping({"upstream": {"name": "verl", "source": "pypi-sdist", "sha256": "a" * 64}})
-    with pytest.raises(ConfigError, match="source must be one of git-archive, pypi-sdist, not 'wheel'"):
+    kinds = "git-archive, pypi-sdist, sdist-over-archive"
+    with pytest.raises(ConfigError, match=f"source must be one of {kinds}, not 'wheel'"):
         Upstream.from_mapping({"upstream": {**sdist, "source": "wheel", "sha256": "a" * 64}})
     # Pins written before source kinds existed (older refs, e.g. for range-diff) are sdists.
     older = Upstream.from_mapping({"upstream": {"name": "verl", "version": "0.9.0", "sha256": "a" * 64}})

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import Checkout, make_sdist, sha256
-from replay import Replay, ReplayError, fresh_copy
+from conftest import make_sdist, sha256
+from replay import Replay, ReplayError, fresh_copy, matrix_runs
 
 from verl_patches.layout import Project
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 JOB_SCRIPT = ROOT / "ci" / "job.sh"
-VERSION = "1.0.0"
+BASES = ("0.9.0", "0.9.1")  # the synthetic copy declares bases of the same versions as upstream.toml
 
 # A small copy of the part of upstream's gpu_unit_tests.yml that selects the tests.
 GPU_UNIT_TESTS = """\
@@ -75,17 +76,20 @@ def runner(tmp_path, hostile_git, monkeypatch) -> Replay:
     """A fresh copy of the project on a synthetic upstream with an empty series; .venv is this interpreter's."""
     venv = tool_venv()
     cache = tmp_path / "cache"
-    sdist = make_sdist(
-        cache,
-        VERSION,
-        {".github/workflows/gpu_unit_tests.yml": GPU_UNIT_TESTS, smoke_script_path(): SMOKE_SCRIPT},
-    )
+    files = {".github/workflows/gpu_unit_tests.yml": GPU_UNIT_TESTS, smoke_script_path(): SMOKE_SCRIPT}
+    sdists = {version: make_sdist(cache, version, files) for version in BASES}
 
     def on_synthetic_upstream(copy: Path) -> None:
-        for patch in (copy / "patches").glob("*.patch"):
-            patch.unlink()
-        (copy / "patches" / "series").write_text("# series\n")
-        Checkout(root=copy, cache=cache).pin(VERSION, sha256(sdist))
+        shutil.rmtree(copy / "patches")
+        tables = []
+        for version, sdist in sdists.items():
+            (copy / "patches" / version).mkdir(parents=True)
+            (copy / "patches" / version / "series").write_text("# series\n")
+            tables.append(
+                f'[base."{version}"]\nname = "verl"\nqueue = "patches/{version}"\nsource = "pypi-sdist"\n'
+                f'sha256 = "{sha256(sdist)}"\n'
+            )
+        (copy / "upstream.toml").write_text("\n".join(tables))
         (copy / ".venv").symlink_to(venv)
         # make would reinstall the tool into .venv if pyproject.toml were newer than .venv/.installed.
         stamp = (venv / ".installed").stat().st_mtime
@@ -114,7 +118,12 @@ def runner(tmp_path, hostile_git, monkeypatch) -> Replay:
 def replay(runner: Replay, workflow: Path) -> dict[str, list]:
     runner.workflow = workflow
     data = runner.load()
-    return {name: runner.run_job(name, job, data) for name, job in data["jobs"].items()}
+    results = {}
+    for name, job in data["jobs"].items():
+        for matrix in matrix_runs(job):
+            label = " ".join([name, *matrix.values()])
+            results[label] = runner.run_job(name, job, data, matrix)
+    return results
 
 
 def failures(results: dict[str, list]) -> list[str]:
@@ -126,15 +135,26 @@ def failures(results: dict[str, list]) -> list[str]:
 def test_every_step_of_the_workflow_passes_in_dry_mode(runner, workflow):
     results = replay(runner, workflow)
     assert not failures(results), "\n".join(failures(results))
-    expected = [s for job in runner.load()["jobs"].values() for s in job["steps"] if "run" in s]
+    jobs = runner.load()["jobs"].values()
+    expected = [s for job in jobs for _ in matrix_runs(job) for s in job["steps"] if "run" in s]
     assert sum(len(rs) for rs in results.values()) == len(expected)
     # Dry mode builds no test environment and installs no torch.
     assert not (runner.workspace / "build" / "venv").exists()
 
 
-def step_output(results, name_start: str) -> str:
-    (result,) = [r for rs in results.values() for r in rs if r.name.startswith(name_start)]
+def step_output(results, name_start: str, base: str = BASES[-1]) -> str:
+    (result,) = [r for label, rs in results.items() for r in rs if r.name.startswith(name_start) and base in label]
     return result.output
+
+
+def test_every_job_runs_once_per_declared_base():
+    declared = [base.version for base in Project(ROOT).bases()]
+    assert list(BASES) == declared
+    for workflow in WORKFLOWS:
+        runner = Replay(workflow=workflow, workspace=ROOT, temp=ROOT)
+        for name, job in runner.load()["jobs"].items():
+            assert [run["base"] for run in matrix_runs(job)] == declared, f"{workflow.name} job {name}"
+        assert "BASES: ${{ matrix.base }}" in workflow.read_text()
 
 
 def test_the_gpu_job_selects_verls_gpu_unit_tests_from_the_patched_tree(runner):
@@ -142,7 +162,7 @@ def test_the_gpu_job_selects_verls_gpu_unit_tests_from_the_patched_tree(runner):
     assert not failures(results)
     out = step_output(results, "Run verl's own GPU unit tests")
     assert "--ignore-glob=tests/models/" in out and "--ignore-glob=*on_cpu.py" in out
-    assert re.search(r"-m pytest .*--junitxml=\S+/build/ci/upstream-gpu\.xml .*tests/$", out, re.M)
+    assert re.search(rf"-m pytest .*--junitxml=\S+/build/ci/{BASES[-1]}/upstream-gpu\.xml .*tests/$", out, re.M)
     assert "--nproc_per_node" not in step_output(results, "Run the series' 2-GPU tests")  # no such test here
 
 
@@ -161,16 +181,18 @@ def test_verl_extras_are_added_only_on_request(runner):
 def test_the_npu_job_checks_the_cann_release(runner):
     runner.vars["NPU_CANN_VERSION"] = "8.5.0"
     results = replay(runner, ROOT / ".github" / "workflows" / "npu.yml")
-    (failed,) = [r for rs in results.values() for r in rs if r.returncode]
-    assert failed.name == "Show NPUs and the CANN release"
+    failed = [r for rs in results.values() for r in rs if r.returncode]
+    assert [r.name for r in failed] == ["Show NPUs and the CANN release"] * len(BASES)
+    failed = failed[0]
     assert f"CANN {CANN} in the image, but NPU_CANN_VERSION is 8.5.0" in failed.output
 
 
 def test_the_npu_smoke_needs_its_repository_variables(runner):
     del runner.vars["NPU_SMOKE_MODEL_PATH"]
     results = replay(runner, ROOT / ".github" / "workflows" / "npu.yml")
-    (failed,) = [r for rs in results.values() for r in rs if r.returncode]
-    assert failed.name.startswith("Run the Qwen3.5 THD smoke script")
+    failed = [r for rs in results.values() for r in rs if r.returncode]
+    assert len(failed) == len(BASES) and all(r.name.startswith("Run the Qwen3.5 THD smoke script") for r in failed)
+    failed = failed[0]
     assert "MODEL_PATH is not set: set the repository variable NPU_SMOKE_MODEL_PATH" in failed.output
 
 
@@ -179,7 +201,7 @@ def test_the_npu_smoke_composes_its_launch_command_with_the_file_logger(runner):
     assert not failures(results)
     out = step_output(results, "Run the Qwen3.5 THD smoke script")
     assert "verl.trainer.main_ppo" in out and "console" in out and "file" in out
-    assert "+ (dry run) bash build/verl/" + smoke_script_path() in out
+    assert f"+ (dry run) bash build/{BASES[-1]}/verl/" + smoke_script_path() in out
 
 
 BLOCKER = """\

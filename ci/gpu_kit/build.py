@@ -2,7 +2,7 @@
 
 The kit runs the series' *_on_gpu.py tests on a CUDA host that has Python and torch and no network:
   gpu_evidence.sh      the one script to run there
-  tree/                verl/ and tests/ of the patched tree (build/verl HEAD)
+  tree/                verl/ and tests/ of the patched tree (HEAD of --tree, e.g. build/0.9.1/verl)
   tests.txt            the series' *_on_gpu.py files
   wheelhouse/          wheels of the other test dependencies, pinned by requirements/cpu-test.txt
   requirements.txt     what gpu_evidence.sh installs from the wheelhouse (every name pinned)
@@ -10,7 +10,7 @@ The kit runs the series' *_on_gpu.py tests on a CUDA host that has Python and to
   summary.py           junit XML -> one-screen summary
 
 Usage: python ci/gpu_kit/build.py [--python-version 3.12] [--platform TAG ...] [--out build/gpu-kit]
-Needs build/verl (make apply) and an index with the wheels (pip's own configuration).
+Needs the patched tree (make apply) and an index with the wheels (pip's own configuration).
 """
 
 from __future__ import annotations
@@ -120,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         help="wheel platform tags the GPU host accepts (repeatable; default: manylinux 2.28 down to 2.17, x86_64)",
     )
     p.add_argument("--out", type=Path, default=ROOT / "build" / "gpu-kit")
+    p.add_argument("--tree", type=Path, default=ROOT / "build" / "verl", help="the patched tree (default build/verl)")
     args = p.parse_args(argv)
-    tree = ROOT / "build" / "verl"
+    tree = args.tree
     if not (tree / ".git").exists():
         sys.exit(f"{tree} does not exist: run make apply first")
     platforms = args.platform or [f"manylinux_2_{minor}_x86_64" for minor in range(28, 16, -1)] + [

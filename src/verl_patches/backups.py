@@ -149,7 +149,7 @@ def take_patches(project: Project, reason: str) -> Backup:
     backup_id, folder = _new(project, None)
     (folder / "patches").mkdir()
     files = []
-    for path in [project.series_path, *sorted(project.patches_dir.glob("*.patch"))]:
+    for path in [project.series_path, project.patches_dir / "to-port", *sorted(project.patches_dir.glob("*.patch"))]:
         if path.is_file():
             shutil.copy2(path, folder / "patches" / path.name)
             files.append(path.name)

@@ -22,6 +22,7 @@ COMMANDS = {
     "prove": ("prove", "per patch: its tests fail without it and pass with it"),
     "pr": ("pr", "print a patch as a verl pull request (title, branch, body)"),
     "rebase": ("rebase", "replay the series onto a newer verl sdist and classify each patch"),
+    "compare": ("compare", "compare two queues (bases): patches missing from one, and patches that differ"),
     "range-diff": ("range_diff", "git range-diff of the series between two refs of this repository"),
     "backups": ("backups", "list the backups taken before work was discarded, and how to restore them"),
 }

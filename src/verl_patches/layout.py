@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verl_patches.errors import ConfigError
+from verl_patches.model.bases import Base, parse_bases, select
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
@@ -18,12 +19,14 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 UPSTREAM_FILE = "upstream.toml"
+BASE_ENV = "VERL_PATCHES_BASE"
 
 
 @dataclass(frozen=True)
 class Project:
     root: Path
     mirror: str | None = None
+    base: str | None = None  # the declared base to work on (default: $VERL_PATCHES_BASE, else the newest)
 
     @classmethod
     def find(cls, start: str | os.PathLike | None = None) -> Project:
@@ -35,9 +38,30 @@ class Project:
             f"no {UPSTREAM_FILE} in {here} or any parent: run inside a verl-patches checkout or pass -C DIR"
         )
 
+    def bases(self) -> list[Base]:
+        """Every base upstream.toml declares, oldest first."""
+        try:
+            data = tomllib.loads(self.upstream_path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"{self.upstream_path} is missing") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{UPSTREAM_FILE}: {exc}") from exc
+        return parse_bases(data, UPSTREAM_FILE)
+
+    def selected(self) -> Base:
+        return select(self.bases(), self.base or os.environ.get(BASE_ENV))
+
+    def for_base(self, version: str) -> Project:
+        return Project(self.root, self.mirror, version)
+
+    @property
+    def queue(self) -> str:
+        """The queue folder of the selected base, relative to the checkout (e.g. patches/0.9.0)."""
+        return self.selected().queue
+
     @property
     def patches_dir(self) -> Path:
-        return self.root / "patches"
+        return self.root / self.queue
 
     @property
     def series_path(self) -> Path:
@@ -53,8 +77,14 @@ class Project:
         return self.root / configured if configured else self.root / "build"
 
     @property
+    def base_build_dir(self) -> Path:
+        """The selected base's own build folder (its build tree, backups and records)."""
+        build = self.selected().build
+        return self.build_dir / build if build else self.build_dir
+
+    @property
     def tree_dir(self) -> Path:
-        return self.build_dir / "verl"
+        return self.base_build_dir / "verl"
 
     @property
     def venv_dir(self) -> Path:
@@ -62,7 +92,7 @@ class Project:
 
     @property
     def backup_dir(self) -> Path:
-        return self.build_dir / "backups"
+        return self.base_build_dir / "backups"
 
     @property
     def dist_dir(self) -> Path:
@@ -81,13 +111,7 @@ class Project:
         return self.root / "requirements" / "cpu-test.txt"
 
     def load_upstream(self) -> Upstream:
-        try:
-            data = tomllib.loads(self.upstream_path.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise ConfigError(f"{self.upstream_path} is missing") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{UPSTREAM_FILE}: {exc}") from exc
-        return Upstream.from_mapping(data, UPSTREAM_FILE)
+        return self.selected().upstream
 
     def load_series(self) -> Series:
         if not self.series_path.exists():
@@ -102,12 +126,12 @@ class Project:
         series = series or self.load_series()
         twice = series.duplicates()
         if twice:
-            raise ConfigError(f"patches/series lists {', '.join(twice)} more than once; list each patch once")
+            raise ConfigError(f"{self.queue}/series lists {', '.join(twice)} more than once; list each patch once")
         patches = []
         for name in series.names:
             path = self.patch_path(name)
             if not path.is_file():
-                raise ConfigError(f"patches/series lists {name}, but patches/{name} does not exist")
+                raise ConfigError(f"{self.queue}/series lists {name}, but {self.queue}/{name} does not exist")
             patches.append(Patch.parse(name, path.read_bytes()))
         return patches
 

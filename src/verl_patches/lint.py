@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from verl_patches.git import PROJECT_IDENT
+from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.status import EXEMPT_TRAILER, TRAILER, vocabulary_help
@@ -126,6 +127,16 @@ def check_exemption(patch: Patch) -> list[Finding]:
     return []
 
 
+def check_base_specific(patch: Patch) -> list[Finding]:
+    values = patch.trailer_values(BASE_SPECIFIC)
+    todo = f"keep one trailer '{BASE_SPECIFIC}: <why this base's queue needs the patch as it is>'"
+    if len(values) > 1:
+        return [Finding(patch.name, "base-specific", f"{len(values)} {BASE_SPECIFIC} trailers", todo)]
+    if values and not values[0].strip():
+        return [Finding(patch.name, "base-specific", f"the {BASE_SPECIFIC} trailer gives no reason", todo)]
+    return []
+
+
 def check_message_separator(patch: Patch) -> list[Finding]:
     if patch.separator_in_message:
         return [
@@ -164,6 +175,7 @@ PATCH_RULES = (
     check_upstream_status,
     check_tests,
     check_exemption,
+    check_base_specific,
     check_message_separator,
     check_author,
     check_diff,

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from verl_patches.layout import Project
+from verl_patches.layout import UPSTREAM_FILE, Project
 
 RECORD_FILE = "verl-patches-record.json"
 
@@ -33,9 +33,12 @@ class Record:
 
 
 def source_digest(project: Project) -> str:
-    """sha256 over upstream.toml, patches/series and every patch file the series lists, as bytes."""
+    """sha256 over the selected base's declaration in upstream.toml (not the other bases': declaring another
+    base changes nothing of this one's tree), its series and every patch file the series lists, as bytes."""
     digest = hashlib.sha256()
-    paths = [project.upstream_path, project.series_path]
+    declaration = repr(project.selected()).encode()
+    digest.update(f"{UPSTREAM_FILE}\0{len(declaration)}\0".encode() + declaration)
+    paths = [project.series_path]
     if project.series_path.exists():
         paths += [project.patch_path(name) for name in project.load_series().names]
     for path in paths:

@@ -33,7 +33,10 @@ def archive_cache_path(upstream: Upstream, cache_dir: Path) -> Path:
 
 
 def fetch(upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print) -> Path:
-    """The cached source file of upstream, downloaded first when missing (an sdist is also checked by sha256)."""
+    """The cached source file of upstream, downloaded first when missing (an sdist is also checked by sha256).
+    For an sdist over an archive: the sdist, after the archive it is laid over."""
+    if upstream.over is not None:
+        fetch(upstream.over, cache_dir, mirror, log=log)
     if not upstream.is_archive:
         return sdist.fetch(upstream, cache_dir, log=log)
     target = archive_cache_path(upstream, cache_dir)
@@ -116,4 +119,16 @@ def import_pinned(tree, upstream: Upstream, cache_dir: Path, mirror: str | None 
     if base:
         tree.reset_to(base)
         return base
-    return tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log))
+    if upstream.over is not None:
+        over = import_pinned(tree, upstream.over, cache_dir, mirror, log=log)
+        return tree.import_overlay(upstream, fetch(upstream, cache_dir, mirror, log=log), over)
+    return import_source(tree, upstream, cache_dir, mirror, log=log)
+
+
+def import_source(tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print, tag=True) -> str:
+    """Import upstream's source as a new commit of tree (tagged upstream/<version> when tag) and check it out."""
+    source = fetch(upstream, cache_dir, mirror, log=log)
+    if upstream.over is not None:
+        over = import_source(tree, upstream.over, cache_dir, mirror, log=log, tag=tag)
+        return tree.import_overlay(upstream, source, over, tag=tag)
+    return tree.import_upstream(upstream, source, tag=tag)

@@ -85,7 +85,7 @@ class BuildTree:
         commit = self.git.rev(f"refs/tags/{upstream.tag}") if self.exists() else None
         if not commit:
             return None
-        if upstream.is_archive:
+        if upstream.pins_tree:
             return commit if self.git.out("rev-parse", f"{commit}^{{tree}}") == upstream.tree else None
         message = self.git.out("log", "-1", "--format=%B", commit)
         return commit if f"{SHA_TRAILER}: {upstream.sha256}" in message else None
@@ -145,6 +145,23 @@ class BuildTree:
         if upstream.is_archive and tree != upstream.tree:
             raise TreeMismatchError(str(source), upstream.tree, tree)
         return self._commit_import(tree, message, source, parent, upstream.tag if tag else None)
+
+    def import_overlay(self, upstream: Upstream, sdist: Path, base: str, tag: bool = True) -> str:
+        """Import an sdist-over-archive base: the sdist's files over base (the import of upstream.over), as a
+        commit on top of base; its tree must be the pinned one (else TreeMismatchError, work tree untouched)."""
+        tree, shipped = self._tree_of(sdist, over=base)
+        dropped = [path for path in shipped if self._sdist_metadata(path, base)]
+        if dropped:
+            tree, _ = self._tree_of(sdist, over=base, leave_out=set(dropped))
+        over = upstream.over.tag if upstream.over else base[:12]
+        if tree != upstream.tree:
+            raise TreeMismatchError(f"{sdist} laid over {over}", upstream.tree, tree)
+        message = (
+            f"Import {upstream.name} {upstream.version} from its PyPI sdist over {over}\n\n"
+            f"Upstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
+            f"{TREE_TRAILER}: {upstream.tree}\n"
+        )
+        return self._commit_import(tree, message, sdist, base, upstream.tag if tag else None)
 
     def overlay_sdist(self, upstream: Upstream, sdist: Path, base: str, parent: str | None = None):
         """Commit base's files with the sdist's files written over them (nothing of base is removed).

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
-from verl_patches.source import fetch
+from verl_patches.source import import_source
 from verl_patches.tree import BuildTree
 
 
@@ -42,12 +42,12 @@ def scratch_tree(
         return
     if main.exists() and main.head():
         with linked_worktree(main, main.head() or "HEAD") as tree:
-            tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log), tag=False)
+            import_source(tree, upstream, cache_dir, mirror, log=log, tag=False)
             yield tree
         return
     with tempfile.TemporaryDirectory(prefix="verl-patches-trial-") as tmp:
         tree = BuildTree(Path(tmp) / "tree")
-        tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log))
+        import_source(tree, upstream, cache_dir, mirror, log=log)
         yield tree
 
 

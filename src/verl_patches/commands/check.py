@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from verl_patches import upstream_checks
+from verl_patches import queues, upstream_checks
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError, PatchApplyError
 from verl_patches.layout import Project
 from verl_patches.lint import Finding, lint_patch, lint_series
+from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
@@ -96,9 +97,27 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
     return findings
 
 
+def drift(project: Project) -> list[Finding]:
+    """Differences between this queue and every other declared one that no Base-Specific trailer explains."""
+    found, others = queues.drift_findings(project)
+    findings = []
+    for where, what, reason in found:
+        if reason:
+            print(f"check: note: {where} {what}: {reason}")
+            continue
+        todo = (
+            f"carry the change to the other queue (`verl-patches compare` lists them), or add the trailer "
+            f"'{BASE_SPECIFIC}: <why this base needs it so>' to the patch"
+        )
+        findings.append(Finding(where, "drift", what, todo))
+    return findings
+
+
 def collect(project: Project, apply: bool = True, sanity: bool = True) -> list[Finding]:
     series = project.load_series()
     findings = lint_files(project, series)
+    if not any(f.rule.startswith("series-") or f.rule == "format" for f in findings):
+        findings += drift(project)
     if not apply or any(f.rule.startswith("series-") for f in findings):
         return findings
     upstream = project.load_upstream()

@@ -25,11 +25,20 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
         metavar="DIR|URL",
         help="a folder or URL prefix holding upstream tag archives (default: $VERL_PATCHES_MIRROR; else GitHub)",
     )
+    p.add_argument(
+        "--base",
+        metavar="VERSION",
+        help="the declared base (upstream.toml) whose queue to work on (default: $VERL_PATCHES_BASE; else the newest)",
+    )
     return p
 
 
 def project_of(args: argparse.Namespace) -> Project:
-    return dataclasses.replace(Project.find(args.project), mirror=mirror_from(args.mirror))
+    project = dataclasses.replace(
+        Project.find(args.project), mirror=mirror_from(args.mirror), base=getattr(args, "base", None)
+    )
+    project.selected()  # an unknown base is an error that lists the declared ones
+    return project
 
 
 def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:

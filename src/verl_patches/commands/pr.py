@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     project = project_of(args)
     patch = select(project, args.patch)
-    record = proof_record.load(project.build_dir / proof_record.RECORD_FILE)
+    record = proof_record.load(project.base_build_dir / proof_record.RECORD_FILE)
     failures = proof_record.failures_for(record, patch.name, project.patch_path(patch.name).read_bytes())
     pr = build(patch, template_text(BuildTree(project.tree_dir)), failures)
     print(render(pr, args.field))

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = PytestRunner(python=python, cache_path=cache, env_stamp=stamp)
     proofs = prove(project, runner)
     proof_record.update(
-        project.build_dir / proof_record.RECORD_FILE,
+        project.base_build_dir / proof_record.RECORD_FILE,
         {
             p.patch.name: {
                 "sha256": proof_record.digest(project.patch_path(p.patch.name).read_bytes()),

@@ -24,7 +24,8 @@ def build_parser():
 
 
 def materialise(project: Project, ref: str, dest: Path) -> Project:
-    """A minimal project (upstream.toml + patches/) holding the series as ref has it."""
+    """A minimal project (upstream.toml + patches/) holding the series as ref has it, on the same base when ref
+    declares it (else on ref's newest)."""
     if ref == WORKING_COPY:
         return project
     git = Git(project.root)
@@ -32,10 +33,13 @@ def materialise(project: Project, ref: str, dest: Path) -> Project:
         raise VerlPatchesError(f"{ref!r} is not a commit of {project.root}")
     (dest / "patches").mkdir(parents=True)
     (dest / UPSTREAM_FILE).write_bytes(git.run("show", f"{ref}:{UPSTREAM_FILE}").stdout)
-    listing = git.out("ls-tree", "--name-only", f"{ref}:patches")
+    listing = git.out("ls-tree", "-r", "--name-only", ref, "--", "patches")
     for name in listing.splitlines():
-        (dest / "patches" / name).write_bytes(git.run("show", f"{ref}:patches/{name}").stdout)
-    return Project(dest)
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_bytes(git.run("show", f"{ref}:{name}").stdout)
+    wanted = project.selected().version
+    declared = [base.version for base in Project(dest).bases()]
+    return Project(dest, base=wanted if wanted in declared else None)
 
 
 def applied_range(project: Project, version_of: Project, main: BuildTree) -> tuple[str, str]:

@@ -4,18 +4,24 @@ From a tag-archive base the new base is the old one with the sdist's files writt
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.version import Version
+
+from verl_patches import new_queue
 from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
 from verl_patches.commands.table import render
-from verl_patches.errors import PatchApplyError, VerlPatchesError
-from verl_patches.layout import Project
+from verl_patches.errors import PatchApplyError, TreeMismatchError, VerlPatchesError
+from verl_patches.layout import BASE_ENV, Project
+from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
 from verl_patches.model.status import EXEMPT_TRAILER, TRAILER
-from verl_patches.model.upstream import Upstream
+from verl_patches.model.upstream import SDIST_OVER_ARCHIVE, Upstream
 from verl_patches.pytest_runner import PytestRunner
 from verl_patches.sdist import download, fetch, sha256_of
 from verl_patches.sync import write_export
@@ -39,6 +45,7 @@ class Outcome:
     carried: str = "as is"
     resolved: bool = True
     notes: list[str] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)  # tests that fail on the new base without the patch's code
 
 
 def build_parser():
@@ -46,7 +53,15 @@ def build_parser():
     p.add_argument("--onto", required=True, metavar="VERSION", help="the newer verl release, e.g. 0.9.1")
     p.add_argument("--sha256", help="expected sha256 of the new sdist (default: trust the first download, and say so)")
     p.add_argument("--report", metavar="FILE", help="also write the report as Markdown to FILE")
-    p.add_argument("--write", action="store_true", help="update upstream.toml and patches/ when nothing is unresolved")
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="create the new base's queue (patches/VERSION, its upstream.toml table and a to-port list of the "
+        "conflicts); with a single [upstream] table: update upstream.toml and patches/ when nothing is unresolved",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="with --write: replace a queue folder that holds other content (backed up)"
+    )
     return p
 
 
@@ -113,6 +128,7 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
     result = runner.outcome(tree, tests)
     if not result.passed:
         outcome.tests_on_new_base = f"fail ({result.summary or f'pytest exit {result.returncode}'})"
+        outcome.failing = list(result.failed)
         shown = ", ".join(t.split("::", 1)[-1] for t in result.failed[:12])
         more = f" and {len(result.failed) - 12} more" if len(result.failed) > 12 else ""
         outcome.notes.append(
@@ -128,7 +144,10 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
     if status and status.kind in ("Backport", "Submitted"):
         ref = " " + status.value.split(" ", 1)[1]
     message = tests_only_message(patch, f"Fixed-in {version}{ref}", version)
-    tree.git.run("commit", "--quiet", "--no-verify", "-F", "-", input=message.encode())
+    # The original's author and date: writing the same queue twice gives the same bytes.
+    author = ["--author", patch.author] if patch.author else []
+    date = {"GIT_AUTHOR_DATE": patch.date, "GIT_COMMITTER_DATE": patch.date} if patch.date else None
+    tree.git.run("commit", "--quiet", "--no-verify", *author, "-F", "-", input=message.encode(), env=date)
     outcome.carried = TESTS_ONLY
     outcome.resolved = True
     outcome.notes.append("upstream fixed the bug in its own way: its tests pass on the new base without the code")
@@ -136,14 +155,16 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
 
 def tests_only_message(patch: Patch, status: str, version: str) -> str:
     subject = re.sub(r"\] (feat|fix|refactor|chore|perf): ", "] test: ", patch.subject, count=1)
-    lines = [line for line in patch.body.splitlines() if not re.match(rf"^({TRAILER}|{EXEMPT_TRAILER}):", line)]
+    ours = rf"^({TRAILER}|{EXEMPT_TRAILER}|{BASE_SPECIFIC}):"
+    lines = [line for line in patch.body.splitlines() if not re.match(ours, line)]
     body = "\n".join(lines).rstrip()
     note = (
         f"Rebased onto verl {version}: upstream fixed this in its own way, so this patch keeps only its tests, "
         "which pass on that release and guard the fix."
     )
     exempt = f"{EXEMPT_TRAILER}: tests of a fix that is upstream in verl {version}"
-    return f"{subject}\n\n{body}\n\n{note}\n\n{TRAILER}: {status}\n{exempt}\n"
+    specific = f"{BASE_SPECIFIC}: verl {version} has the fix upstream, so this queue carries only its tests"
+    return f"{subject}\n\n{body}\n\n{note}\n\n{TRAILER}: {status}\n{exempt}\n{specific}\n"
 
 
 def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list[str], dropped=()) -> list[str]:
@@ -185,7 +206,8 @@ def command_line(args) -> str:
     parts = ["verl-patches", "rebase", "--onto", args.onto]
     parts += ["--sha256", args.sha256] if args.sha256 else []
     parts += ["--report", args.report] if args.report else []
-    return " ".join(parts + (["--write"] if args.write else []))
+    parts += ["--base", args.base] if args.base else []
+    return " ".join(parts + (["--write"] if args.write else []) + (["--force"] if args.force else []))
 
 
 def report(
@@ -221,18 +243,31 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     project = project_of(args)
     start = time.monotonic()
+    bases = project.bases()
+    multi = bases[0].build != ""  # [base."<version>"] tables: --write creates the new base's queue
+    declared = next((b for b in bases if b.version == args.onto), None) if multi else None
+    if multi and not (args.base or os.environ.get(BASE_ENV)):
+        older = [b for b in bases if Version(b.version) < Version(args.onto)]
+        if older:
+            project = project.for_base(older[-1].version)
     old = project.load_upstream()
+    if Version(args.onto) <= Version(old.version):
+        raise VerlPatchesError(f"--onto {args.onto} is not newer than the base {old.version} of {project.queue}")
     main_tree = BuildTree(project.tree_dir)
     base = main_tree.import_commit(old)
     if not base:
-        raise VerlPatchesError(f"no build tree for {old.tag}: run `verl-patches apply` first")
+        raise VerlPatchesError(f"no build tree for {old.tag}: run `verl-patches apply --base {old.version}` first")
     refuse_unexported(project, main_tree, "rebase a series that differs from the build tree")
     patches = project.load_patches()
-    new, sdist, provenance = fetch_new(project, args.onto, args.sha256, print)
+    expected = args.sha256 or (declared.upstream.sha256 if declared else None)
+    new, sdist, provenance = fetch_new(project, args.onto, expected, print)
+    if declared and not args.sha256:
+        provenance = "verified against upstream.toml"
     python = ensure(project.venv_dir, [project.requirements_path], project.tree_dir)
     stamp = requirements_stamp([project.requirements_path])
     runner = PytestRunner(python=python, cache_path=project.build_dir / "prove-cache.json", env_stamp=stamp)
     branch = f"rebase/{new.version}"
+    archive = old if old.is_archive else old.over
     with linked_worktree(main_tree, base, branch=branch) as tree:
         old_commits = dict(
             zip(
@@ -241,11 +276,20 @@ def main(argv: list[str] | None = None) -> int:
                 strict=True,
             )
         )
-        if old.is_archive:
-            new_base, shipped, kept, dropped = tree.overlay_sdist(new, sdist, base, parent=base)
-            base_lines = overlay_summary(old, new, shipped, kept, dropped)
+        if archive is not None:
+            over = base if old.is_archive else main_tree.import_commit(archive)
+            if not over:
+                raise VerlPatchesError(f"no import of {archive.tag} in {project.tree_dir}: run `verl-patches apply`")
+            new_base, shipped, kept, dropped = tree.overlay_sdist(new, sdist, over, parent=base)
+            base_lines = overlay_summary(archive, new, shipped, kept, dropped)
+            new = dataclasses.replace(
+                new, source=SDIST_OVER_ARCHIVE, over=archive, tree=tree.git.out("rev-parse", f"{new_base}^{{tree}}")
+            )
         else:
             new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
+        if declared and declared.upstream.pins_tree and declared.upstream.tree != new.tree:
+            where = f"{sdist} laid over {archive.tag if archive else old.tag}"
+            raise TreeMismatchError(where, declared.upstream.tree, new.tree)
         outcomes = replay(project, tree, old_commits, patches, runner, new.version, print)
         text = report(old, new, provenance, outcomes, time.monotonic() - start, base_lines, command_line(args))
         print(text)
@@ -253,7 +297,16 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.report).parent.mkdir(parents=True, exist_ok=True)
             Path(args.report).write_text(text + "\n", encoding="utf-8")
         unresolved = [o for o in outcomes if not o.resolved]
-        if args.write:
+        if args.write and multi:
+            queue = declared.queue if declared else f"patches/{new.version}"
+            files = new_queue.files(project, tree.export(new_base), unresolved, old.version, new.version)
+            new_queue.write(project, new, queue, files, declared is None, args.force, print)
+            if unresolved:
+                print(
+                    f"{len(unresolved)} patch(es) of {project.queue} need a hand port onto {new.version}: "
+                    f"listed in {queue}/{new_queue.TO_PORT} with their failing tests"
+                )
+        elif args.write:
             if unresolved:
                 raise VerlPatchesError(f"--write refused: {len(unresolved)} patch(es) conflict; nothing was written")
             if old.is_archive:

@@ -183,7 +183,7 @@ def upstream_guard(project: Project, tree: BuildTree, python, requirements, extr
         raise VerlPatchesError(f"the build tree has no {upstream.tag}: run `verl-patches apply`")
     base_tree = tree.git.out("rev-parse", f"{base}^{{tree}}")
     key = upstream_suite.cache_key(base_tree, requirements_stamp(requirements), extra)
-    cache = project.build_dir / "upstream-suite-base.json"
+    cache = project.base_build_dir / "upstream-suite-base.json"
     before = upstream_suite.cached_base(cache, key)
     if before is None:
         print(f"verl's CPU suite on the base ({upstream.tag}):", flush=True)

@@ -4,6 +4,9 @@ Source kinds:
 - ``git-archive``: GitHub's tag archive of the repository, pinned by the git tree id of its imported files
   (an archive sha256 may be recorded for reference; it is not checked: GitHub may re-compress archives).
 - ``pypi-sdist``: the PyPI sdist, pinned by its sha256.
+- ``sdist-over-archive``: the PyPI sdist (pinned by its sha256) with its files written over the import of another
+  declared base (``over``, a tag archive): the paths the sdist does not ship come from that archive. Pinned also by
+  the git tree id of the composed import.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from verl_patches.errors import ConfigError
 
 GIT_ARCHIVE = "git-archive"
 PYPI_SDIST = "pypi-sdist"
-SOURCES = (GIT_ARCHIVE, PYPI_SDIST)
+SDIST_OVER_ARCHIVE = "sdist-over-archive"
+SOURCES = (GIT_ARCHIVE, PYPI_SDIST, SDIST_OVER_ARCHIVE)
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
@@ -35,6 +39,7 @@ class Upstream:
     git_tag: str = ""
     commit: str = ""
     tree: str = ""
+    over: Upstream | None = None  # sdist-over-archive: the base whose archive the sdist is laid over
 
     @property
     def sdist_filename(self) -> str:
@@ -54,6 +59,15 @@ class Upstream:
         return self.source == GIT_ARCHIVE
 
     @property
+    def is_overlay(self) -> bool:
+        return self.source == SDIST_OVER_ARCHIVE
+
+    @property
+    def pins_tree(self) -> bool:
+        """True when the import commit is checked by its git tree id."""
+        return self.source in (GIT_ARCHIVE, SDIST_OVER_ARCHIVE)
+
+    @property
     def tag(self) -> str:
         return f"upstream/{self.version}"
 
@@ -62,15 +76,26 @@ class Upstream:
         table = data.get("upstream")
         if not isinstance(table, dict):
             raise ConfigError(f"{source}: missing [upstream] table with name, version, source and its pin")
+        return cls.from_table(table, source, "[upstream]")
+
+    @classmethod
+    def from_table(cls, table: dict, source: str, label: str, over: Upstream | None = None) -> Upstream:
         kind = table.get("source", PYPI_SDIST)  # upstream.toml files older than source kinds pin an sdist
         if kind not in SOURCES:
-            raise ConfigError(f"{source}: [upstream] source must be one of {', '.join(SOURCES)}, not {kind!r}")
-        required = ["name", "version"] + (
-            ["repository", "tag", "commit", "tree"] if kind == GIT_ARCHIVE else ["sha256"]
-        )
+            raise ConfigError(f"{source}: {label} source must be one of {', '.join(SOURCES)}, not {kind!r}")
+        required = ["name", "version"] + {
+            GIT_ARCHIVE: ["repository", "tag", "commit", "tree"],
+            PYPI_SDIST: ["sha256"],
+            SDIST_OVER_ARCHIVE: ["sha256", "over", "tree"],
+        }[kind]
         missing = [k for k in required if not isinstance(table.get(k), str) or not table.get(k)]
         if missing:
-            raise ConfigError(f"{source}: [upstream] with source = {kind!r} needs string keys {', '.join(missing)}")
+            raise ConfigError(f"{source}: {label} with source = {kind!r} needs string keys {', '.join(missing)}")
+        if kind == SDIST_OVER_ARCHIVE and (over is None or not over.source == GIT_ARCHIVE):
+            raise ConfigError(
+                f"{source}: {label} over = {table['over']!r} must name another declared base whose source is "
+                f"{GIT_ARCHIVE!r}"
+            )
         try:
             Version(table["version"])
         except InvalidVersion as exc:
@@ -94,6 +119,7 @@ class Upstream:
             git_tag=str(table.get("tag", "")),
             commit=str(table.get("commit", "")).lower(),
             tree=str(table.get("tree", "")).lower(),
+            over=over if kind == SDIST_OVER_ARCHIVE else None,
         )
 
     def to_toml(self) -> str:

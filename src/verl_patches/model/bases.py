@@ -1,0 +1,87 @@
+"""The bases declared in upstream.toml: one verl release each, with the queue (folder of patches) kept for it.
+
+Two shapes: tables `[base."<version>"]`, each naming its `queue` folder (one queue per supported release), or
+the single `[upstream]` table of a checkout with one base, whose queue is `patches/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from packaging.version import InvalidVersion, Version
+
+from verl_patches.errors import ConfigError
+from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
+
+LEGACY_QUEUE = "patches"
+
+
+@dataclass(frozen=True)
+class Base:
+    upstream: Upstream
+    queue: str  # the queue folder, relative to the checkout
+    build: str  # the folder of its build tree, records and backups, relative to the build folder ("" for one base)
+
+    @property
+    def version(self) -> str:
+        return self.upstream.version
+
+
+def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
+    """Every declared base, oldest first."""
+    tables = data.get("base")
+    if tables is None:
+        return [Base(Upstream.from_mapping(data, source), LEGACY_QUEUE, "")]
+    if "upstream" in data:
+        raise ConfigError(f'{source}: declare the bases either as [base."<version>"] tables or as [upstream]')
+    if not isinstance(tables, dict) or not tables or not all(isinstance(t, dict) for t in tables.values()):
+        raise ConfigError(f'{source}: [base] must hold one table per release, e.g. [base."0.9.0"]')
+    for version in tables:
+        try:
+            Version(version)
+        except InvalidVersion as exc:
+            raise ConfigError(f"{source}: [base.{version!r}]: {version!r} is not a PEP 440 version") from exc
+    by_version: dict[str, Upstream] = {}
+    order = sorted(tables, key=lambda v: (tables[v].get("source") == SDIST_OVER_ARCHIVE, Version(v)))
+    bases = []
+    for version in order:
+        table = dict(tables[version])
+        label = f'[base."{version}"]'
+        if table.setdefault("version", version) != version:
+            raise ConfigError(f"{source}: {label} says version = {table['version']!r}; leave it out or make it equal")
+        over = None
+        if table.get("source") == SDIST_OVER_ARCHIVE:
+            over = by_version.get(str(table.get("over", "")))
+            if over is None or over.source != GIT_ARCHIVE:
+                archives = [v for v, u in by_version.items() if u.source == GIT_ARCHIVE]
+                raise ConfigError(
+                    f"{source}: {label} over = {table.get('over')!r} must name a declared base whose source is "
+                    f"{GIT_ARCHIVE!r} (declared: {', '.join(archives) or 'none'})"
+                )
+        upstream = Upstream.from_table(table, source, label, over=over)
+        queue = table.get("queue")
+        if not isinstance(queue, str) or not queue:
+            raise ConfigError(f'{source}: {label} needs queue = "patches/{version}", its folder of patches')
+        parts = PurePosixPath(queue).parts
+        if PurePosixPath(queue).is_absolute() or ".." in parts:
+            raise ConfigError(f"{source}: {label} queue {queue!r} must be a folder inside the checkout")
+        by_version[version] = upstream
+        bases.append(Base(upstream, queue, version))
+    queues = [b.queue for b in bases]
+    twice = sorted({q for q in queues if queues.count(q) > 1})
+    if twice:
+        raise ConfigError(f"{source}: queue {twice[0]!r} is named by more than one base; give each base its own")
+    return sorted(bases, key=lambda b: Version(b.version))
+
+
+def select(bases: list[Base], wanted: str | None) -> Base:
+    """The base named by wanted (default: the newest declared one); an unknown name lists the declared ones."""
+    if not wanted:
+        return bases[-1]
+    for base in bases:
+        if base.version == wanted:
+            return base
+    raise ConfigError(
+        f"no base {wanted!r} is declared in upstream.toml; declared: {', '.join(b.version for b in bases)}"
+    )

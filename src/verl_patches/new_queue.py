@@ -1,0 +1,94 @@
+"""Writing the queue of a new base (what `rebase --onto X --write` creates): patches/X with its series, the
+`to-port` list of the patches that need a hand port, and the base's table in upstream.toml."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from verl_patches import backups
+from verl_patches.errors import VerlPatchesError
+from verl_patches.layout import Project
+from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
+from verl_patches.queues import TO_PORT
+from verl_patches.tree import ExportedPatch
+
+QUEUE_FILES = ("series", TO_PORT)
+
+
+def files(project: Project, exported: list[ExportedPatch], unresolved, old: str, new: str) -> dict[str, bytes]:
+    """The new queue's files: its patches, its series (the old series' comments kept) and, when some patches
+    need a hand port, the to-port list naming each with its failing tests."""
+    result = {item.name: item.data for item in exported}
+    result["series"] = project.load_series().with_names([item.name for item in exported]).format().encode()
+    if unresolved:
+        lines = [
+            f"# Patches of the {old} queue that do not apply on verl {new} and are still needed there (their tests",
+            "# fail without their code). Port each by hand, add it to series in this order (with the trailer",
+            "# 'Base-Specific: <what differs on this base>' when it differs beyond context), and remove it here.",
+        ]
+        for outcome in unresolved:
+            failing = outcome.failing or outcome.patch.tests_matching("_on_cpu.py")
+            lines += ["", f"# {outcome.patch.subject}", f"# on {new} without its code: {outcome.tests_on_new_base}"]
+            lines += [f"#   {test}" for test in failing] + [outcome.patch.name]
+        result[TO_PORT] = ("\n".join(lines) + "\n").encode()
+    return result
+
+
+def table(upstream: Upstream, queue: str) -> str:
+    """upstream.toml's table for a new base."""
+    lines = [f'[base."{upstream.version}"]', f'name = "{upstream.name}"', f'queue = "{queue}"']
+    lines.append(f'source = "{upstream.source}"')
+    if upstream.source == SDIST_OVER_ARCHIVE and upstream.over is not None:
+        over = upstream.over.version
+        lines.insert(0, f"# {upstream.version}: the PyPI sdist's files laid over the {over} tag archive")
+        lines += [f'over = "{upstream.over.version}"', f'sha256 = "{upstream.sha256}"', f'tree = "{upstream.tree}"']
+    elif upstream.source == GIT_ARCHIVE:
+        lines += [
+            f'repository = "{upstream.repository}"', f'tag = "{upstream.git_tag}"', f'commit = "{upstream.commit}"',
+            f'tree = "{upstream.tree}"',
+        ]  # fmt: skip
+    else:
+        lines.append(f'sha256 = "{upstream.sha256}"')
+    return "\n".join(lines) + "\n"
+
+
+def write(project: Project, upstream: Upstream, queue: str, content: dict[str, bytes], declare: bool, force: bool,
+          log=print) -> None:  # fmt: skip
+    """Write the queue folder (and declare the base in upstream.toml when declare). A folder that holds other
+    content is replaced only with force, after a backup; identical content is left as it is."""
+    target = project.root / queue
+    present = {}
+    if target.exists():
+        if not target.is_dir():
+            raise VerlPatchesError(f"{queue} is not a folder: nothing was written")
+        present = {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()}
+        others = [p.name for p in target.iterdir() if not p.is_file()]
+        if others:
+            raise VerlPatchesError(f"{queue} holds folders ({', '.join(others)}): nothing was written")
+    differs = sorted(name for name in set(present) | set(content) if present.get(name) != content.get(name))
+    if present and differs and not force:
+        raise VerlPatchesError(
+            f"--write refused: {queue} already holds a queue that differs from the rebased one in "
+            f"{', '.join(differs)}; nothing was written. Rerun with --force to replace it (it is backed up first)."
+        )
+    if declare:
+        text = project.upstream_path.read_text(encoding="utf-8")
+        project.upstream_path.write_text(text.rstrip("\n") + "\n\n" + table(upstream, queue), encoding="utf-8")
+        log(f"declared base {upstream.version} in upstream.toml")
+    if present and differs:
+        kept = backups.take_patches(project.for_base(upstream.version), f"{queue} before `rebase --write --force`")
+        log(f"kept a backup of {queue}: {kept.id} ({kept.folder})")
+    if not differs:
+        log(f"{queue} already holds this queue; nothing to write")
+        return
+    staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name, data in content.items():
+        (staging / name).write_bytes(data)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staging, target)
+    patches = sum(1 for name in content if name.endswith(".patch"))
+    log(f"wrote {queue}: {patches} patch(es), series" + (f", {TO_PORT}" if TO_PORT in content else ""))

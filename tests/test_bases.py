@@ -1,0 +1,273 @@
+"""One queue per declared base: upstream.toml's [base."<version>"] tables, --base on every command, the sdist laid
+over another base's tag archive, the comparison between queues and `rebase --onto X --write`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import FAKE_COMMIT, make_archive, make_sdist, sha256, tree_id_of
+from test_lifecycle import BUGGY, CPU_TEST, FIXED, GPU_TEST, UPSTREAM_OWN_FIX, message
+
+from verl_patches.errors import ConfigError
+from verl_patches.model.bases import parse_bases, select
+
+REPO_ONLY = {"examples/run.sh": "#!/bin/sh\necho run\n", ".github/workflows/ci.yml": "name: ci\n"}
+README = "# verl\nline two\n"
+README_1_1 = "# verl\nnew line\nline two\n"  # the 1.1.0 sdist changes the context of "line two"
+
+
+def archive_table(version: str, tree: str) -> str:
+    return (
+        f'[base."{version}"]\nname = "verl"\nqueue = "patches/{version}"\nsource = "git-archive"\n'
+        f'repository = "verl-project/verl"\ntag = "v{version}"\ncommit = "{FAKE_COMMIT}"\ntree = "{tree}"\n'
+    )
+
+
+def overlay_table(version: str, over: str, sha: str, tree: str) -> str:
+    return (
+        f'[base."{version}"]\nname = "verl"\nqueue = "patches/{version}"\nsource = "sdist-over-archive"\n'
+        f'over = "{over}"\nsha256 = "{sha}"\ntree = "{tree}"\n'
+    )
+
+
+def overlay_tree_id(archive: Path, sdist: Path, tmp: Path, leave_out=("PKG-INFO",)) -> str:
+    """The tree id of the sdist's files over the archive's, with plain tar and git (independently of the tool)."""
+    work = Path(tempfile.mkdtemp(prefix="overlay-", dir=tmp))
+    for source in (archive, sdist):
+        with tarfile.open(source) as tar:
+            for member in tar.getmembers():
+                parts = Path(member.name).parts[1:]
+                if not parts or "/".join(parts) in leave_out or not member.isfile():
+                    continue
+                target = work.joinpath(*parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(member).read())
+                target.chmod(0o755 if member.mode & 0o111 else 0o644)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-C", str(work), "init", "-q"], check=True, env=env)
+    (work / ".git" / "info" / "attributes").write_text("* -text\n")
+    subprocess.run(["git", "-C", str(work), "add", "-A", "-f"], check=True, env=env)
+    return subprocess.run(
+        ["git", "-C", str(work), "write-tree"], check=True, env=env, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def tree_of(checkout, version: str) -> Path:
+    return checkout.root / "build" / version / "verl"
+
+
+def git_in(tree: Path, *args: str, input: str | None = None) -> str:
+    return subprocess.run(
+        ["git", "-C", str(tree), *args], capture_output=True, text=True, input=input, check=True
+    ).stdout
+
+
+def commit(tree: Path, files: dict[str, str], msg: str) -> None:
+    for path, text in files.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+        git_in(tree, "add", path)
+    git_in(tree, "commit", "-q", "-F", "-", input=msg)
+
+
+def make_queues(root: Path, *versions: str) -> None:
+    (root / "patches" / "series").unlink(missing_ok=True)
+    for version in versions:
+        (root / "patches" / version).mkdir(parents=True, exist_ok=True)
+        (root / "patches" / version / "series").write_text("# series\n")
+
+
+@pytest.fixture
+def two_bases(checkout, tmp_path, monkeypatch):
+    """Base 1.0.0: a tag archive in a mirror; base 1.1.0: the 1.1.0 sdist over that archive."""
+    mirror = tmp_path / "mirror"
+    archive = make_archive(mirror, "1.0.0", {**REPO_ONLY, "README.md": README}, drop=("PKG-INFO",))
+    sdist = make_sdist(checkout.cache, "1.1.0", {"README.md": README_1_1})
+    overlay = overlay_tree_id(archive, sdist, tmp_path)
+    tables = [
+        archive_table("1.0.0", tree_id_of(archive, tmp_path)),
+        overlay_table("1.1.0", "1.0.0", sha256(sdist), overlay),
+    ]
+    (checkout.root / "upstream.toml").write_text("\n".join(tables))
+    make_queues(checkout.root, "1.0.0", "1.1.0")
+    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    monkeypatch.delenv("VERL_PATCHES_BASE", raising=False)
+    checkout.overlay_tree = overlay
+    return checkout
+
+
+def test_declared_bases_parse_and_select():
+    archive = {"name": "verl", "queue": "patches/1.0.0", "source": "git-archive", "repository": "o/r", "tag": "v1",
+               "commit": "1" * 40, "tree": "2" * 40}  # fmt: skip
+    overlay = {"name": "verl", "queue": "patches/1.1.0", "source": "sdist-over-archive", "over": "1.0.0",
+               "sha256": "3" * 64, "tree": "4" * 40}  # fmt: skip
+    bases = parse_bases({"base": {"1.1.0": overlay, "1.0.0": archive}})
+    assert [b.version for b in bases] == ["1.0.0", "1.1.0"]
+    assert select(bases, None).version == "1.1.0" and select(bases, "1.0.0").queue == "patches/1.0.0"
+    assert bases[1].upstream.over == bases[0].upstream and bases[1].upstream.pins_tree
+    with pytest.raises(ConfigError, match=r"no base '2\.0' is declared in upstream.toml; declared: 1\.0\.0, 1\.1\.0"):
+        select(bases, "2.0")
+    with pytest.raises(ConfigError, match="must name a declared base whose source is 'git-archive'"):
+        parse_bases({"base": {"1.1.0": {**overlay, "over": "0.1"}}})
+    with pytest.raises(ConfigError, match="needs string keys tree"):
+        parse_bases({"base": {"1.0.0": archive, "1.1.0": {k: v for k, v in overlay.items() if k != "tree"}}})
+    with pytest.raises(ConfigError, match="needs queue"):
+        parse_bases({"base": {"1.0.0": {k: v for k, v in archive.items() if k != "queue"}}})
+    with pytest.raises(ConfigError, match="named by more than one base"):
+        parse_bases({"base": {"1.0.0": archive, "1.1.0": {**overlay, "queue": "patches/1.0.0"}}})
+    with pytest.raises(ConfigError, match="inside the checkout"):
+        parse_bases({"base": {"1.0.0": {**archive, "queue": "../elsewhere"}}})
+
+
+def test_each_command_works_on_the_base_it_is_given(two_bases, capsys, monkeypatch):
+    assert two_bases.cli("apply", "--base", "1.0.0") == 0
+    assert two_bases.cli("apply") == 0  # the newest base
+    old, new = tree_of(two_bases, "1.0.0"), tree_of(two_bases, "1.1.0")
+    assert git_in(old, "rev-parse", "upstream/1.0.0^{tree}").strip() != two_bases.overlay_tree
+    assert git_in(new, "rev-parse", "upstream/1.1.0^{tree}").strip() == two_bases.overlay_tree
+    # The sdist's files come from the sdist, the others (examples/, .github/) from the 1.0.0 archive.
+    assert git_in(new, "show", "upstream/1.1.0:README.md") == README_1_1
+    assert git_in(new, "show", "upstream/1.1.0:examples/run.sh") == REPO_ONLY["examples/run.sh"]
+    assert git_in(new, "show", "upstream/1.1.0:verl/version/version") == "1.1.0\n"
+    assert "PKG-INFO" not in git_in(new, "ls-tree", "--name-only", "upstream/1.1.0")
+    assert git_in(new, "rev-parse", "upstream/1.1.0^").strip() == git_in(new, "rev-parse", "upstream/1.0.0").strip()
+    commit(old, {"verl/a.py": "A = 1\n"}, message("[misc] feat: add a", extra="Prove-Exempt: x\n"))
+    assert two_bases.cli("export", "--base", "1.0.0") == 0
+    assert (two_bases.root / "patches" / "1.0.0" / "misc-feat-add-a.patch").is_file()
+    assert not list((two_bases.root / "patches" / "1.1.0").glob("*.patch"))
+    capsys.readouterr()
+    monkeypatch.setenv("VERL_PATCHES_BASE", "1.0.0")
+    assert two_bases.cli("table") == 0
+    assert capsys.readouterr().out.startswith("verl 1.0.0 (patches/1.0.0) + 1 patch(es): verl-1.0.0+fix.1-py3-none-any")
+    assert two_bases.cli("table", "--all") == 0
+    out = capsys.readouterr().out
+    assert "verl 1.0.0 (patches/1.0.0) + 1 patch(es)" in out and "verl 1.1.0 (patches/1.1.0) + 0 patch(es)" in out
+    assert two_bases.cli("status", "--base", "1.1.0") == 0
+    assert two_bases.cli("wheel", "--base", "2.0") == 1
+    assert "no base '2.0' is declared in upstream.toml; declared: 1.0.0, 1.1.0" in capsys.readouterr().err
+
+
+def test_the_overlay_import_is_checked_against_its_tree_pin(two_bases, capsys):
+    text = (two_bases.root / "upstream.toml").read_text()
+    (two_bases.root / "upstream.toml").write_text(text.replace(two_bases.overlay_tree, "5" * 40))
+    capsys.readouterr()
+    assert two_bases.cli("apply", "--base", "1.1.0") == 1
+    err = capsys.readouterr().err
+    assert "content mismatch" in err and "laid over upstream/1.0.0" in err and "5" * 40 in err
+    assert two_bases.overlay_tree in err
+    tree = tree_of(two_bases, "1.1.0")
+    assert "upstream/1.1.0" not in git_in(tree, "tag", "--list")
+
+
+def test_compare_and_check_report_drift_unless_a_patch_explains_it(two_bases, capsys):
+    fix = message("[doc] feat: say line 2", extra="Prove-Exempt: docs only\n")
+    other = message("[misc] feat: add notes", extra="Prove-Exempt: docs only\n")
+    for version in ("1.0.0", "1.1.0"):
+        assert two_bases.cli("apply", "--base", version) == 0
+        tree = tree_of(two_bases, version)
+        readme = (tree / "README.md").read_text()
+        commit(tree, {"README.md": readme.replace("line two", "line 2")}, fix)
+        commit(tree, {"docs/notes.md": f"notes of {version}\n"}, other)  # differs between the queues
+        assert two_bases.cli("export", "--base", version) == 0
+    capsys.readouterr()
+    assert two_bases.cli("compare", "1.0.0", "1.1.0") == 1
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if ".patch" in line}
+    assert "same change, other context" in rows["doc-feat-say-line-2.patch"]
+    assert "differs" in rows["misc-feat-add-notes.patch"]
+    assert "1 differ" in out and "unexplained: 1" in out
+    assert two_bases.cli("check", "--base", "1.0.0", "--no-apply") == 1
+    out = capsys.readouterr().out
+    assert "1.1.0:misc-feat-add-notes.patch: drift: differs from 1.0.0:misc-feat-add-notes.patch" in out
+    # The 1.1.0 patch says why it differs: no finding, a note.
+    tree = tree_of(two_bases, "1.1.0")
+    git_in(tree, "commit", "-q", "--amend", "-F", "-", input=other + "Base-Specific: 1.1.0 keeps its own notes\n")
+    assert two_bases.cli("export", "--base", "1.1.0") == 0
+    capsys.readouterr()
+    assert two_bases.cli("check", "--base", "1.0.0", "--no-apply") == 0
+    assert "1.1.0 keeps its own notes" in capsys.readouterr().out
+    assert two_bases.cli("compare") == 0
+    # A patch missing from the newer queue is drift, unless its to-port list names it.
+    git_in(tree, "reset", "-q", "--hard", "HEAD~2")
+    commit(tree, {"docs/notes.md": "notes of 1.1.0\n"}, other + "Base-Specific: 1.1.0 keeps its own notes\n")
+    assert two_bases.cli("export", "--base", "1.1.0") == 0
+    capsys.readouterr()
+    assert two_bases.cli("check", "--base", "1.1.0", "--no-apply") == 1
+    out = capsys.readouterr().out
+    assert "1.0.0:doc-feat-say-line-2.patch: drift: has no counterpart in 1.1.0" in out
+    (two_bases.root / "patches" / "1.1.0" / "to-port").write_text("doc-feat-say-line-2.patch\n")
+    assert two_bases.cli("check", "--base", "1.1.0", "--no-apply") == 0
+    assert "awaits a hand port onto 1.1.0" in capsys.readouterr().out
+
+
+@pytest.fixture
+def one_archive_base(checkout, tmp_path, monkeypatch):
+    """Base 1.0.0 only, a tag archive, declared as a [base] table; tests run in this interpreter."""
+    monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
+    mirror = tmp_path / "mirror"
+    archive = make_archive(mirror, "1.0.0", {"verl/models/clamp.py": BUGGY, **REPO_ONLY}, drop=("PKG-INFO",))
+    (checkout.root / "upstream.toml").write_text(archive_table("1.0.0", tree_id_of(archive, tmp_path)))
+    make_queues(checkout.root, "1.0.0")
+    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    monkeypatch.delenv("VERL_PATCHES_BASE", raising=False)
+    assert checkout.cli("apply") == 0
+    return checkout
+
+
+def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port(one_archive_base, tmp_path, capsys):
+    root, tree = one_archive_base.root, tree_of(one_archive_base, "1.0.0")
+    tests = {"tests/models/test_clamp_on_cpu.py": CPU_TEST, "tests/models/test_clamp_on_gpu.py": GPU_TEST}
+    commit(tree, {"verl/models/clamp.py": FIXED, **tests}, message("[megatron] fix: clamp negative values"))
+    commit(tree, {"docs/notes.md": "notes\n"}, message("[misc] feat: add notes", extra="Prove-Exempt: docs\n"))
+    scale = "from verl.models.scale import scale\n\n\ndef test_scale():\n    assert scale(2) == 4\n"
+    commit(
+        tree,
+        {"verl/models/scale.py": "def scale(x):\n    return x * 2\n", "tests/models/test_scale_on_cpu.py": scale,
+         "tests/models/test_scale_on_gpu.py": GPU_TEST},
+        message("[megatron] fix: scale by two"),
+    )  # fmt: skip
+    assert one_archive_base.cli("export") == 0
+    # 1.1.0 fixed clamp its own way and has a scale.py of its own that does not scale.
+    new = make_sdist(
+        tmp_path / "new", "1.1.0",
+        {"verl/models/clamp.py": UPSTREAM_OWN_FIX, "verl/models/scale.py": "def scale(x):\n    return x\n"},
+    )  # fmt: skip
+    (one_archive_base.cache / new.name).write_bytes(new.read_bytes())
+    capsys.readouterr()
+    assert one_archive_base.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write") == 1
+    out = capsys.readouterr().out
+    assert "declared base 1.1.0 in upstream.toml" in out and "wrote patches/1.1.0: 2 patch(es), series, to-port" in out
+    queue = root / "patches" / "1.1.0"
+    assert (queue / "series").read_text().splitlines()[-2:] == [
+        "megatron-test-clamp-negative-values.patch", "misc-feat-add-notes.patch"
+    ]  # fmt: skip
+    carried = (queue / "megatron-test-clamp-negative-values.patch").read_text()
+    assert "Base-Specific: verl 1.1.0 has the fix upstream" in carried and "verl/models/clamp.py" not in carried
+    to_port = (queue / "to-port").read_text()
+    assert to_port.rstrip().endswith("megatron-fix-scale-by-two.patch")
+    assert "#   tests/models/test_scale_on_cpu.py::test_scale" in to_port
+    upstream = (root / "upstream.toml").read_text()
+    assert '[base."1.1.0"]' in upstream and 'over = "1.0.0"' in upstream and f'sha256 = "{sha256(new)}"' in upstream
+    # The new queue builds on its declared base (its tree pin holds) and passes check, its drift explained.
+    assert one_archive_base.cli("apply", "--base", "1.1.0") == 0
+    assert one_archive_base.cli("check", "--base", "1.1.0") == 0
+    assert one_archive_base.cli("check", "--base", "1.0.0", "--no-apply") == 0
+    # Written again: the same queue is left as it is; a queue with other content is replaced only with --force.
+    rebase = ["rebase", "--onto", "1.1.0", "--base", "1.0.0", "--write"]
+    capsys.readouterr()
+    assert one_archive_base.cli(*rebase) == 1
+    assert "patches/1.1.0 already holds this queue; nothing to write" in capsys.readouterr().out
+    (queue / "series").write_text((queue / "series").read_text() + "# a local note\n")
+    assert one_archive_base.cli(*rebase) == 1
+    assert "--write refused: patches/1.1.0 already holds a queue that differs" in capsys.readouterr().err
+    assert (queue / "series").read_text().endswith("# a local note\n")
+    assert one_archive_base.cli(*rebase, "--force") == 1
+    assert "kept a backup of patches/1.1.0" in capsys.readouterr().out
+    assert not (queue / "series").read_text().endswith("# a local note\n")
+    assert upstream == (root / "upstream.toml").read_text()
