@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from verl_patches.layout import Project
+
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = [sys.executable, "-m", "verl_patches"]
 
@@ -40,9 +42,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prove", action="store_true")
     parser.add_argument("--fresh-clone", action="store_true")
+    parser.add_argument("--base", help="the base whose queue to time (default: the newest declared)")
     args = parser.parse_args()
-    series = [ln for ln in (ROOT / "patches/series").read_text().splitlines() if ln and not ln.startswith("#")]
-    print(f"series: {len(series)} patch(es); cores: {os.cpu_count()}")
+    project_of_root = Project(ROOT, base=args.base)
+    base = ["--base", project_of_root.selected().version]
+    series = project_of_root.load_series().names
+    print(f"base {base[1]}: {len(series)} patch(es); cores: {os.cpu_count()}")
     with tempfile.TemporaryDirectory(prefix="verl-patches-bench-") as tmp:
         project = Path(tmp) / "project"
         project.mkdir()
@@ -53,13 +58,13 @@ def main() -> int:
         venv_python = ROOT / "build/venv/bin/python"
         if venv_python.exists():
             env["VERL_PATCHES_PYTHON"] = str(venv_python)
-        timed("apply (cold: import upstream + git am)", [*TOOL, "apply", "-C", str(project)], env)
-        timed("apply (warm: reset to import + git am)", [*TOOL, "apply", "-C", str(project)], env)
-        timed("export (no change)", [*TOOL, "export", "-C", str(project)], env)
-        timed("check (lint + trial apply + compare)", [*TOOL, "check", "-C", str(project)], env)
+        timed("apply (cold: import upstream + git am)", [*TOOL, "apply", "-C", str(project), *base], env)
+        timed("apply (warm: reset to import + git am)", [*TOOL, "apply", "-C", str(project), *base], env)
+        timed("export (no change)", [*TOOL, "export", "-C", str(project), *base], env)
+        timed("check (lint + trial apply + compare)", [*TOOL, "check", "-C", str(project), *base], env)
         if args.prove:
-            timed("prove (empty cache)", [*TOOL, "prove", "-C", str(project)], env)
-            timed("prove (re-run, nothing changed)", [*TOOL, "prove", "-C", str(project)], env)
+            timed("prove (empty cache)", [*TOOL, "prove", "-C", str(project), *base], env)
+            timed("prove (re-run, nothing changed)", [*TOOL, "prove", "-C", str(project), *base], env)
         if args.fresh_clone:
             clone = Path(tmp) / "clone"
             subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
