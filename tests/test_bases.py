@@ -232,6 +232,15 @@ def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port
          "tests/models/test_scale_on_gpu.py": GPU_TEST},
         message("[megatron] fix: scale by two"),
     )  # fmt: skip
+    version_test = (
+        "import pathlib\n\nimport verl\n\n\ndef test_v():\n"
+        "    assert (pathlib.Path(verl.__file__).parent / 'version/version').read_text() == '1.0.0\\n'\n"
+    )
+    commit(
+        tree,
+        {"tests/test_version_on_cpu.py": version_test},
+        message("[tests] test: pin the version", extra="Prove-Exempt: a test\n"),
+    )
     assert one_archive_base.cli("export") == 0
     # 1.1.0 fixed clamp its own way and has a scale.py of its own that does not scale.
     new = make_sdist(
@@ -250,8 +259,12 @@ def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port
     carried = (queue / "megatron-test-clamp-negative-values.patch").read_text()
     assert "Base-Specific: verl 1.1.0 has the fix upstream" in carried and "verl/models/clamp.py" not in carried
     to_port = (queue / "to-port").read_text()
-    assert to_port.rstrip().endswith("megatron-fix-scale-by-two.patch")
+    # The scale patch conflicts; the version patch applies, but its test fails on 1.1.0: both need a hand port.
+    assert [ln for ln in to_port.splitlines() if ln.endswith(".patch")] == [
+        "megatron-fix-scale-by-two.patch", "tests-test-pin-the-version.patch"
+    ]  # fmt: skip
     assert "#   tests/models/test_scale_on_cpu.py::test_scale" in to_port
+    assert "#   tests/test_version_on_cpu.py::test_v" in to_port
     upstream = (root / "upstream.toml").read_text()
     assert '[base."1.1.0"]' in upstream and 'over = "1.0.0"' in upstream and f'sha256 = "{sha256(new)}"' in upstream
     # The new queue builds on its declared base (its tree pin holds) and passes check, its drift explained.

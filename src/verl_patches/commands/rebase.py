@@ -33,6 +33,7 @@ CLEAN = "applies cleanly"
 UPSTREAM = "already upstream"
 PARTLY = "partly upstream"
 CONFLICT = "conflict"
+TESTS_FAIL = "applies, its tests fail"
 TESTS_ONLY = "fixed upstream: carried as tests only"
 
 
@@ -46,6 +47,7 @@ class Outcome:
     resolved: bool = True
     notes: list[str] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)  # tests that fail on the new base without the patch's code
+    commit: str = ""  # the patch's commit in the replayed series, when it is carried
 
 
 def build_parser():
@@ -113,8 +115,41 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
             carry_tests_only(tree, patch, old_commits[patch.name], outcome, runner, version)
             if outcome.result == PARTLY and outcome.carried != TESTS_ONLY:
                 tree.am(patch.name, patch_file)  # keep what is left of it
+        if tree.head() != before:
+            outcome.commit = tree.head() or ""
         outcomes.append(outcome)
     return outcomes
+
+
+def test_carried(tree: BuildTree, new_base: str, outcomes: list[Outcome], runner, version: str, log) -> None:
+    """Run the CPU tests of each patch carried as it is on the replayed series; a patch whose tests fail there
+    needs a hand port too: it is taken out of the series (and so is a later one that no longer applies)."""
+    for outcome in outcomes:
+        tests = outcome.patch.tests_matching("_on_cpu.py")
+        if outcome.result != CLEAN or not outcome.commit or not tests:
+            continue
+        log(f"testing {outcome.patch.name} on {version}")
+        result = runner.outcome(tree, tests)
+        outcome.tests_on_new_base = f"pass ({result.summary})" if result.passed else f"fail ({result.summary})"
+        if result.passed:
+            continue
+        outcome.result, outcome.resolved, outcome.carried = TESTS_FAIL, False, "no: port by hand"
+        outcome.failing = list(result.failed)
+        outcome.notes.append(f"it applies, but its tests fail on {version} with the series; port it by hand")
+    if all(o.resolved or not o.commit for o in outcomes):
+        return
+    tree.git.run("reset", "--quiet", "--hard", new_base)
+    for outcome in outcomes:
+        if not outcome.commit:
+            continue
+        if outcome.resolved and tree.git.ok("cherry-pick", "--allow-empty", outcome.commit):
+            outcome.commit = tree.head() or ""
+            continue
+        if outcome.resolved:
+            tree.git.run("cherry-pick", "--abort", check=False)
+            outcome.result, outcome.resolved, outcome.carried = CONFLICT, False, "no: port by hand"
+            outcome.notes.append("it no longer applies without the patches taken out before it")
+        outcome.commit = ""
 
 
 def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runner, version: str) -> None:
@@ -291,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             where = f"{sdist} laid over {archive.tag if archive else old.tag}"
             raise TreeMismatchError(where, declared.upstream.tree, new.tree)
         outcomes = replay(project, tree, old_commits, patches, runner, new.version, print)
+        test_carried(tree, new_base, outcomes, runner, new.version, print)
         text = report(old, new, provenance, outcomes, time.monotonic() - start, base_lines, command_line(args))
         print(text)
         if args.report:
