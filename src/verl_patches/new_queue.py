@@ -24,8 +24,8 @@ def files(project: Project, exported: list[ExportedPatch], unresolved, old: str,
     result["series"] = project.load_series().with_names([item.name for item in exported]).format().encode()
     if unresolved:
         lines = [
-            f"# Patches of the {old} queue that do not apply on verl {new} and are still needed there (their tests",
-            "# fail without their code). Port each by hand, add it to series in this order (with the trailer",
+            f"# Patches of the {old} queue that verl {new} still needs but that do not apply there, or apply and fail",
+            "# their tests there. Port each by hand, add it to series in this order (with the trailer",
             "# 'Base-Specific: <what differs on this base>' when it differs beyond context), and remove it here.",
         ]
         for outcome in unresolved:
@@ -33,7 +33,8 @@ def files(project: Project, exported: list[ExportedPatch], unresolved, old: str,
             result_line = re.sub(
                 r" in [0-9.]+s\b", "", outcome.tests_on_new_base
             )  # no timings: the same bytes every time
-            lines += ["", f"# {outcome.patch.subject}", f"# on {new} without its code: {result_line}"]
+            where = "with the series" if outcome.result.startswith("applies") else "without its code"
+            lines += ["", f"# {outcome.patch.subject}", f"# on {new} {where}: {result_line}"]
             lines += [f"#   {test}" for test in failing] + [outcome.patch.name]
         result[TO_PORT] = ("\n".join(lines) + "\n").encode()
     return result
