@@ -280,6 +280,10 @@ def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port
     assert one_archive_base.cli(*rebase) == 1
     assert "--write refused: patches/1.1.0 already holds a queue that differs" in capsys.readouterr().err
     assert (queue / "series").read_text().endswith("# a local note\n")
+    (queue / "notes.txt").write_text("mine\n")
+    assert one_archive_base.cli(*rebase, "--force") == 1
+    assert "patches/1.1.0 holds what is not a queue's (notes.txt)" in capsys.readouterr().err
+    (queue / "notes.txt").unlink()
     assert one_archive_base.cli(*rebase, "--force") == 1
     assert "kept a backup of patches/1.1.0" in capsys.readouterr().out
     assert not (queue / "series").read_text().endswith("# a local note\n")

@@ -40,6 +40,10 @@ def files(project: Project, exported: list[ExportedPatch], unresolved, old: str,
     return result
 
 
+def _queue_file(name: str) -> bool:
+    return name.endswith(".patch") or name in QUEUE_FILES
+
+
 def table(upstream: Upstream, queue: str) -> str:
     """upstream.toml's table for a new base."""
     lines = [f'[base."{upstream.version}"]', f'name = "{upstream.name}"', f'queue = "{queue}"']
@@ -68,9 +72,12 @@ def write(project: Project, upstream: Upstream, queue: str, content: dict[str, b
         if not target.is_dir():
             raise VerlPatchesError(f"{queue} is not a folder: nothing was written")
         present = {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()}
-        others = [p.name for p in target.iterdir() if not p.is_file()]
+        others = [p.name for p in target.iterdir() if not p.is_file() or not _queue_file(p.name)]
         if others:
-            raise VerlPatchesError(f"{queue} holds folders ({', '.join(others)}): nothing was written")
+            raise VerlPatchesError(
+                f"{queue} holds what is not a queue's ({', '.join(sorted(others))}): nothing was written; "
+                "move it away first"
+            )
     differs = sorted(name for name in set(present) | set(content) if present.get(name) != content.get(name))
     if present and differs and not force:
         raise VerlPatchesError(

@@ -77,7 +77,8 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
         return []
 
     def finding(what: str, todo: str = "run `verl-patches apply`") -> Finding:
-        return Finding("build/verl", "up-to-date", what, todo)
+        where = project.tree_dir.relative_to(project.root) if project.tree_dir.is_relative_to(project.root) else None
+        return Finding(str(where or project.tree_dir), "up-to-date", what, todo)
 
     if not tree.import_commit(upstream):
         return [finding(f"the build tree is not on {upstream.tag}")]
