@@ -288,3 +288,22 @@ def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port
     assert "kept a backup of patches/1.1.0" in capsys.readouterr().out
     assert not (queue / "series").read_text().endswith("# a local note\n")
     assert upstream == (root / "upstream.toml").read_text()
+
+
+def test_rebase_onto_a_declared_tag_archive_imports_the_archive(one_archive_base, tmp_path, capsys):
+    tree = tree_of(one_archive_base, "1.0.0")
+    commit(tree, {"docs/notes.md": "notes\n"}, message("[misc] feat: add notes", extra="Prove-Exempt: docs\n"))
+    assert one_archive_base.cli("export") == 0
+    mirror = tmp_path / "mirror"
+    archive = make_archive(mirror, "1.1.0", {"verl/models/clamp.py": UPSTREAM_OWN_FIX, **REPO_ONLY})
+    upstream = one_archive_base.root / "upstream.toml"
+    upstream.write_text(upstream.read_text() + "\n" + archive_table("1.1.0", tree_id_of(archive, tmp_path)))
+    capsys.readouterr()
+    assert one_archive_base.cli("rebase", "--onto", "1.1.0", "--write") == 0
+    out = capsys.readouterr().out
+    assert "- new tag archive: verl-project/verl v1.1.0" in out and "applies cleanly" in out
+    assert "declared base" not in out  # the table is there already
+    assert (one_archive_base.root / "patches" / "1.1.0" / "misc-feat-add-notes.patch").is_file()
+    assert one_archive_base.cli("apply", "--base", "1.1.0") == 0
+    clamp = git_in(tree_of(one_archive_base, "1.1.0"), "show", "upstream/1.1.0:verl/models/clamp.py")
+    assert clamp == UPSTREAM_OWN_FIX

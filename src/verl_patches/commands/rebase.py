@@ -13,7 +13,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from verl_patches import new_queue
+from verl_patches import new_queue, source
 from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
 from verl_patches.commands.table import render
 from verl_patches.errors import PatchApplyError, TreeMismatchError, VerlPatchesError
@@ -260,7 +260,9 @@ def report(
         f"# Rebase of the series from verl {old.version} onto verl {new.version}",
         "",
         *([f"- command: `{command}`"] if command else []),
-        f"- new sdist sha256: `{new.sha256}` ({provenance})",
+        f"- new tag archive: {new.repository} {new.git_tag}, tree `{new.tree}` ({provenance})"
+        if new.is_archive
+        else f"- new sdist sha256: `{new.sha256}` ({provenance})",
         *base_lines,
         f"- {len(outcomes)} patch(es); unresolved: {len(unresolved)}; wall time {took:.0f} s",
         "",
@@ -294,10 +296,15 @@ def main(argv: list[str] | None = None) -> int:
         raise VerlPatchesError(f"no build tree for {old.tag}: run `verl-patches apply --base {old.version}` first")
     refuse_unexported(project, main_tree, "rebase a series that differs from the build tree")
     patches = project.load_patches()
-    expected = args.sha256 or (declared.upstream.sha256 if declared else None)
-    new, sdist, provenance = fetch_new(project, args.onto, expected, print)
-    if declared and not args.sha256:
-        provenance = "verified against upstream.toml"
+    tag_archive = declared is not None and declared.upstream.is_archive
+    if tag_archive:
+        new, sdist = declared.upstream, source.fetch(declared.upstream, project.cache_dir, project.mirror, log=print)
+        provenance = "its tag archive, checked against the tree id upstream.toml pins"
+    else:
+        expected = args.sha256 or (declared.upstream.sha256 if declared else None)
+        new, sdist, provenance = fetch_new(project, args.onto, expected, print)
+        if declared and not args.sha256:
+            provenance = "verified against upstream.toml"
     python = ensure(project.venv_dir, [project.requirements_path], project.tree_dir)
     stamp = requirements_stamp([project.requirements_path])
     runner = PytestRunner(python=python, cache_path=project.build_dir / "prove-cache.json", env_stamp=stamp)
@@ -311,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
                 strict=True,
             )
         )
-        if archive is not None:
+        if tag_archive:
+            new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
+        elif archive is not None:
             over = base if old.is_archive else main_tree.import_commit(archive)
             if not over:
                 raise VerlPatchesError(f"no import of {archive.tag} in {project.tree_dir}: run `verl-patches apply`")
