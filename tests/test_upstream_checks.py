@@ -31,6 +31,11 @@ PRE_COMMIT = r"""repos:
           then echo "Please use verl instead of veRL"; fail=1; fi; exit $fail'
         language: system
         pass_filenames: false
+      - id: check-device-api-usage
+        name: Check device api usage
+        entry: python3 tests/special_sanity/check_device_api_usage.py
+        language: python
+        pass_filenames: false
       - id: compileall
         name: Compile all python files
         entry: sh -c 'PYTHONWARNINGS=error python3 -m compileall -q . -x "(^|[\\/])(\.venv|venv|\.git)([\\/]|$)"'
@@ -60,12 +65,23 @@ if not match or bad:
     raise Exception("Invalid PR title")
 """
 
+# Like upstream's script: one line per file checked, and it stops at the first file that fails.
+CHECK_DEVICE_API = """# Copyright 2026 verl-patches contributors
+import pathlib
+
+for path in sorted(pathlib.Path("verl").rglob("*.py")):
+    print(f"[CHECK] File {path} is detected for device api usage check", end=", ")
+    assert "cuda" not in path.read_text(), f"file {path} contains cuda usage"
+    print("check result: success.")
+"""
+
 HEADER = "# Copyright 2026 verl-patches contributors\n"
 UPSTREAM_FILES = {
     ".pre-commit-config.yaml": PRE_COMMIT,
     "pyproject.toml": '[tool.ruff]\nline-length = 120\n\n[tool.ruff.lint]\nselect = ["E", "F"]\n',
     "tests/special_sanity/check_license.py": CHECK_LICENSE,
     "tests/special_sanity/check_pr_title.py": CHECK_PR_TITLE,
+    "tests/special_sanity/check_device_api_usage.py": CHECK_DEVICE_API,
     "verl/models/util.py": HEADER
     + "def build_mask(lengths, width):\n    return [[i < n for i in range(width)] for n in lengths]\n",
 }
@@ -142,3 +158,15 @@ def test_a_failure_already_on_the_base_is_not_the_series(checkout, tmp_path, mon
     tree.commit_in_tree("docs/new.md", "more veRL\n", message("[misc] test: misspell verl again"))
     rc, found = upstream_findings(tree, capsys)
     assert rc == 1 and len(found) == 1 and "docs/new.md:1:more veRL" in found[0]
+
+
+def test_a_hook_that_stops_at_a_base_failure_is_not_blamed_for_its_progress_lines(checkout, tmp_path, monkeypatch, capsys):
+    """The base's failure comes after a file the series adds: the script prints one more success line, no finding;
+    a failure the series adds before the base's is still found."""
+    tree = on_archive(checkout, tmp_path, monkeypatch, {"verl/zz_old.py": HEADER + 'DEVICE = "cuda"\n'})
+    tree.commit_in_tree("verl/models/aa_new.py", HEADER + "NEW = 1\n", message("[misc] test: a module checked first"))
+    _, found = upstream_findings(tree, capsys)  # rc 1: the series lint asks this verl/ change for tests
+    assert found == [], found
+    tree.commit_in_tree("verl/aa_cuda.py", HEADER + 'DEVICE = "cuda"\n', message("[misc] test: hard-code a device"))
+    rc, found = upstream_findings(tree, capsys)
+    assert rc == 1 and len(found) == 1 and "verl/aa_cuda.py contains cuda usage" in found[0], found

@@ -135,7 +135,7 @@ def hook_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> 
             runner.checkout(commit)
             result = runner.hook(hook)
             if _new_failure(before[hook.id], result):
-                new = [line for line in result.lines if line not in before[hook.id].lines]
+                new = _new_lines(before[hook.id], result)
                 what = " | ".join(new[-SHOWN_LINES:]) or f"exit status {result.returncode}"
                 findings.append(Finding(name, f"upstream:{hook.id}", what, f"fix it in build/verl (`{hook.entry}`)"))
                 break
@@ -144,8 +144,22 @@ def hook_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> 
     return findings, notes
 
 
+# A hook's progress line for a file that passed, e.g. "[CHECK] File x.py is detected ..., check result: success."
+_PASSED = re.compile(r"\b(success|succeeded|passed|ok)\b\.?\s*$", re.IGNORECASE)
+
+
+def _new_lines(base: Result, result: Result) -> list[str]:
+    """Lines of result that base did not print. When the hook already fails on the base, a new line that ends by
+    saying a file passed is not a finding: a script that stops at the base's failure prints one more such line for
+    every file a patch adds before that point."""
+    new = [line for line in result.lines if line not in base.lines]
+    if base.failed:
+        new = [line for line in new if not _PASSED.search(line)]
+    return new
+
+
 def _new_failure(base: Result, result: Result) -> bool:
-    return result.failed and (not base.failed or not set(result.lines) <= set(base.lines))
+    return result.failed and (not base.failed or bool(_new_lines(base, result)))
 
 
 def title_findings(runner: Runner, subjects: list[tuple[str, str]]) -> list[Finding]:
