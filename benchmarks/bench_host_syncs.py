@@ -4,12 +4,12 @@ forward, on the base and on the patched tree side by side. Prints figures; asser
     build/venv/bin/python benchmarks/bench_host_syncs.py                    # B = 8, 64, 256
     build/venv/bin/python benchmarks/bench_host_syncs.py --batch-sizes 1 4 16 --repeats 20
 
-Trees: the base is `upstream/<version>` of build/verl, extracted with `git archive` into a temporary
-folder (nothing is written to build/verl); the patched tree is build/verl itself (`make apply` first).
+Trees: the base is `upstream/<version>` of build/<version>/verl, extracted with `git archive` into a temporary
+folder (nothing is written to it); the patched tree is build/<version>/verl itself (`make apply` first).
 Each tree is measured in its own subprocess of build/venv/bin/python (or VERL_PATCHES_PYTHON) with the
 tree first on sys.path; the run fails if verl is imported from anywhere else.
 
-Counting: every figure is the count of the series' counter (tests/models/_host_sync.py of build/verl, a
+Counting: every figure is the count of the series' counter (tests/models/_host_sync.py of that tree, a
 TorchDispatchMode that counts scalar reads, nonzero, boolean indexing, masked_select, copies to the host
 and .tolist()) plus the Tensor.tolist() calls made inside nested-tensor ops, which that counter does not
 see (e.g. nt[i] and nt.unbind() read the offsets with .tolist() below its torch-function level); those
@@ -199,26 +199,21 @@ def run_tree(python: str, tree: Path, counter: Path, batch_sizes: list[int], rep
     return results
 
 
-def series_names() -> list[str]:
-    text = (ROOT / "patches" / "series").read_text()
-    return [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 64, 256])
     parser.add_argument("--repeats", type=int, default=10, help="timed calls per row (default 10)")
+    parser.add_argument("--base", help="the base whose build tree to measure (default: as the tool picks it)")
     parser.add_argument("--worker", metavar="COUNTER", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(_worker(args.worker, args.batch_sizes, args.repeats)))
         return 0
 
-    build = Path(os.environ.get("VERL_PATCHES_BUILD_DIR", ROOT / "build"))
-    if not build.is_absolute():
-        build = ROOT / build
-    patched = build / "verl"
-    python = os.environ.get("VERL_PATCHES_PYTHON", str(build / "venv" / "bin" / "python"))
+    from _trees import build_dir, default_tree
+
+    patched = default_tree(args.base)
+    python = os.environ.get("VERL_PATCHES_PYTHON", str(build_dir() / "venv" / "bin" / "python"))
     counter = patched / "tests" / "models" / "_host_sync.py"
     if not counter.is_file() or not Path(python).exists():
         raise SystemExit(f"needs {counter} and {python}: run `make apply` and `verl-patches test` first")
@@ -230,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         check=True,
     ).stdout.strip()
 
+    shown = patched.relative_to(ROOT) if patched.is_relative_to(ROOT) else patched
+    patches = subprocess.run(
+        ["git", "rev-list", "--count", f"{tag}..HEAD"], cwd=patched, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
     with tempfile.TemporaryDirectory(prefix="verl-bench-base-") as tmp:
         base = Path(tmp) / "verl"
         base.mkdir()
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     after = run_tree(python, patched, counter, args.batch_sizes, args.repeats)
 
     print(
-        f"base: {tag}; series: build/verl ({len(series_names())} patches); CPU, TP = CP = 1, one thread, "
+        f"base: {tag}; series: {shown} ({patches} patches); CPU, TP = CP = 1, one thread, "
         f"median of {args.repeats} calls; syncs include the nested-op .tolist() reads"
     )
     header = (

@@ -4,7 +4,7 @@ figures; asserts nothing.
     build/venv/bin/python benchmarks/bench_moe_padding.py                      # B = 8, 32; seed 0
     build/venv/bin/python benchmarks/bench_moe_padding.py --batch-sizes 4 16 64 --seed 1
 
-Runs on the patched tree build/verl (`make apply` first; `--tree` for another), with its
+Runs on the patched tree build/<version>/verl (`make apply` first; `--base` or `--tree` for another), with its
 preprocess_thd_engine and build_thd_padding_mask (verl/models/mcore/router_padding.py), on CPU, with
 Megatron's parallel sizes replaced by the values of each row (no process group is needed).
 
@@ -67,10 +67,15 @@ def measure(lengths, tp, cp, fp8, bucket):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", type=Path, default=ROOT / "build" / "verl")
+    parser.add_argument("--base", help="the base whose build tree to measure (default: as the tool picks it)")
+    parser.add_argument("--tree", type=Path, help="the patched tree (default: build/<base>/verl)")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 32])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.tree is None:
+        from _trees import default_tree
+
+        args.tree = default_tree(args.base)
     tree = args.tree.resolve()
     sys.path.insert(0, str(tree))
     import warnings

@@ -1,6 +1,6 @@
 """Which patches rewrite a function that an earlier patch of the series already rewrote. Prints figures.
 
-    python benchmarks/function_churn.py [--tree build/verl] [--base upstream/0.9.0] [--head HEAD] [--paths verl/]
+    python benchmarks/function_churn.py [--tree build/0.9.0/verl] [--base upstream/0.9.0] [--head HEAD] [--paths verl/]
 
 For each commit above the base (one per patch, in series order), `git diff -U0` gives the changed
 lines of every Python file under the given paths; each changed line is mapped, with `ast`, to the
@@ -98,11 +98,15 @@ def patch_functions(tree: Path, commit: str, paths: list[str]) -> set[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1] / "build" / "verl")
+    parser.add_argument("--tree", type=Path, help="the build tree (default: build/<base>/verl of the tool's base)")
     parser.add_argument("--base", default=None, help="default: the tree's upstream/* tag")
     parser.add_argument("--head", default="HEAD", help="last commit of the series (default: HEAD)")
     parser.add_argument("--paths", nargs="*", default=["verl/"])
     args = parser.parse_args(argv)
+    if args.tree is None:
+        from _trees import default_tree
+
+        args.tree = default_tree()
     base = args.base or git(args.tree, "describe", "--tags", "--abbrev=0", "--match", "upstream/*").strip()
     commits = git(args.tree, "rev-list", "--reverse", f"{base}..{args.head}").split()
     seen: dict[str, str] = {}
