@@ -9,7 +9,8 @@ The kit runs the series' *_on_gpu.py tests on a CUDA host that has Python and to
   stubs/               import stubs of the packages left out (EXCLUDED)
   summary.py           junit XML -> one-screen summary
 
-Usage: python ci/gpu_kit/build.py [--python-version 3.12] [--platform TAG ...] [--out build/gpu-kit]
+Usage: python ci/gpu_kit/build.py --tree build/0.9.1/verl [--python-version 3.12] [--platform TAG ...]
+                                  [--out build/gpu-kit]
 Needs the patched tree (make apply) and an index with the wheels (pip's own configuration).
 """
 
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         help="wheel platform tags the GPU host accepts (repeatable; default: manylinux 2.28 down to 2.17, x86_64)",
     )
     p.add_argument("--out", type=Path, default=ROOT / "build" / "gpu-kit")
-    p.add_argument("--tree", type=Path, default=ROOT / "build" / "verl", help="the patched tree (default build/verl)")
+    p.add_argument("--tree", type=Path, required=True, help="the patched tree, e.g. build/0.9.1/verl")
     args = p.parse_args(argv)
     tree = args.tree
     if not (tree / ".git").exists():
