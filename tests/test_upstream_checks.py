@@ -160,7 +160,9 @@ def test_a_failure_already_on_the_base_is_not_the_series(checkout, tmp_path, mon
     assert rc == 1 and len(found) == 1 and "docs/new.md:1:more veRL" in found[0]
 
 
-def test_a_hook_that_stops_at_a_base_failure_is_not_blamed_for_its_progress_lines(checkout, tmp_path, monkeypatch, capsys):
+def test_a_hook_that_stops_at_a_base_failure_is_not_blamed_for_its_progress_lines(
+    checkout, tmp_path, monkeypatch, capsys
+):
     """The base's failure comes after a file the series adds: the script prints one more success line, no finding;
     a failure the series adds before the base's is still found."""
     tree = on_archive(checkout, tmp_path, monkeypatch, {"verl/zz_old.py": HEADER + 'DEVICE = "cuda"\n'})
