@@ -307,3 +307,26 @@ def test_rebase_onto_a_declared_tag_archive_imports_the_archive(one_archive_base
     assert one_archive_base.cli("apply", "--base", "1.1.0") == 0
     clamp = git_in(tree_of(one_archive_base, "1.1.0"), "show", "upstream/1.1.0:verl/models/clamp.py")
     assert clamp == UPSTREAM_OWN_FIX
+
+
+def test_the_printed_commands_restore_a_queue_backup(two_bases, capsys):
+    queue = two_bases.root / "patches" / "1.0.0"
+    assert two_bases.cli("apply", "--base", "1.0.0") == 0
+    tree = tree_of(two_bases, "1.0.0")
+    commit(tree, {"verl/a.py": "A = 1\n"}, message("[misc] feat: add a", extra="Prove-Exempt: x\n"))
+    assert two_bases.cli("export", "--base", "1.0.0") == 0
+    (queue / "to-port").write_text("other.patch\n")
+    pulled = (queue / "misc-feat-add-a.patch").read_bytes().replace(b"Problem:", b"Problem: (pulled)")
+    (queue / "misc-feat-add-a.patch").write_bytes(pulled)
+    before = {p.name: p.read_bytes() for p in queue.iterdir()}
+    commit(tree, {"verl/b.py": "B = 1\n"}, message("[misc] feat: add b", extra="Prove-Exempt: x\n"))
+    assert two_bases.cli("export", "--base", "1.0.0", "--force") == 0  # overwrites patches/1.0.0, backed up first
+    assert {p.name: p.read_bytes() for p in queue.iterdir()} != before
+    capsys.readouterr()
+    assert two_bases.cli("backups", "--base", "1.0.0") == 0
+    out = capsys.readouterr().out
+    steps = [ln.strip() for ln in out.splitlines() if ln.startswith("    ") and not ln.strip().startswith("#")]
+    subprocess.run(" && ".join(steps), shell=True, check=True, capture_output=True)
+    assert sorted(p.name for p in (two_bases.root / "patches").iterdir()) == ["1.0.0", "1.1.0"]
+    assert {p.name: p.read_bytes() for p in queue.iterdir()} == before
+    assert "# patches/1.0.0/ and upstream.toml as they were" in out

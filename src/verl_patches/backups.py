@@ -5,7 +5,7 @@ Each backup is a folder build/backups/<id>/ with a unique id and a backup.json t
   the work tree as it was (uncommitted and untracked files included; ignored files are not), whose
   first parent is HEAD and whose other parents are the branch and the ORIG_HEAD of an operation in
   progress; the state of that operation (rebase todo list, am mailbox) is copied to git-state/;
-- a patches backup holds copies of upstream.toml, patches/series and patches/*.patch in patches/.
+- a patches backup holds copies of upstream.toml and of its queue's series, to-port and *.patch in patches/.
 backup.json is written last: a folder without it is a backup that was interrupted.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -161,6 +162,7 @@ def take_patches(project: Project, reason: str) -> Backup:
         "reason": reason,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "files": files,
+        "queue": project.queue,
     }
     _finish(folder, info)
     return Backup(backup_id, folder, info)
@@ -183,13 +185,17 @@ def listing(project: Project) -> list[Backup]:
 def restore_steps(project: Project, backup: Backup) -> list[str]:
     """Shell commands (with comments) that bring the backup back."""
     if backup.kind == "patches":
-        return [
-            f"# patches/ and upstream.toml as they were ({', '.join(backup.info['files']) or 'no files'}):",
-            f"cd {project.root}",
-            "rm -f patches/*.patch",
-            f"cp {backup.folder}/patches/* patches/",
-            f"cp {backup.folder}/upstream.toml upstream.toml",
+        queue = backup.info.get("queue") or project.queue
+        files = backup.info["files"]
+        steps = [
+            f"# {queue}/ and upstream.toml as they were ({', '.join(files) or 'no files'}):",
+            f"cd {shlex.quote(str(project.root))}",
+            f"mkdir -p {shlex.quote(queue)}",
+            f"rm -f {shlex.quote(queue)}/*.patch {shlex.quote(queue)}/series {shlex.quote(queue)}/to-port",
         ]
+        if files:
+            steps.append(f"cp {shlex.quote(str(backup.folder / 'patches'))}/* {shlex.quote(queue)}/")
+        return steps + [f"cp {shlex.quote(str(backup.folder / 'upstream.toml'))} upstream.toml"]
     if backup.kind != "tree":
         return []
     branch = backup.info["branch"]

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     exported = tree.export(base)
     replaced, _ = planned_changes(project, exported)
     if replaced:
-        kept = backups.take_patches(project, f"patches/ before `export` changed {', '.join(replaced)}")
+        kept = backups.take_patches(project, f"{project.queue}/ before `export` changed {', '.join(replaced)}")
         print(f"kept a backup of patches/: {kept.id} ({kept.folder})")
     head = tree.head()
     record.write(tree.git_dir(), record.Record(record.EXPORTING, record.source_digest(project), head=head))
