@@ -330,3 +330,26 @@ def test_the_printed_commands_restore_a_queue_backup(two_bases, capsys):
     assert sorted(p.name for p in (two_bases.root / "patches").iterdir()) == ["1.0.0", "1.1.0"]
     assert {p.name: p.read_bytes() for p in queue.iterdir()} == before
     assert "# patches/1.0.0/ and upstream.toml as they were" in out
+
+
+def test_rebase_write_force_backs_up_upstream_toml_before_declaring_the_base(one_archive_base, tmp_path, capsys):
+    tree = tree_of(one_archive_base, "1.0.0")
+    commit(tree, {"docs/notes.md": "notes\n"}, message("[misc] feat: add notes", extra="Prove-Exempt: docs\n"))
+    assert one_archive_base.cli("export") == 0
+    new = make_sdist(one_archive_base.cache, "1.1.0")
+    upstream = one_archive_base.root / "upstream.toml"
+    declared_once = upstream.read_text()
+    rebase = ["rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write"]
+    assert one_archive_base.cli(*rebase) == 0
+    upstream.write_text(declared_once)  # 1.1.0 undeclared again; its queue folder is there, with a local change
+    series = one_archive_base.root / "patches" / "1.1.0" / "series"
+    series.write_text(series.read_text() + "# a local note\n")
+    capsys.readouterr()
+    assert one_archive_base.cli(*rebase, "--force") == 0
+    assert "declared base 1.1.0 in upstream.toml" in capsys.readouterr().out
+    [kept] = (one_archive_base.root / "build" / "1.1.0" / "backups").glob("*/backup.json")
+    assert (kept.parent / "upstream.toml").read_text() == declared_once
+    assert (kept.parent / "patches" / "series").read_text().endswith("# a local note\n")
+    capsys.readouterr()
+    assert one_archive_base.cli("backups", "--base", "1.1.0") == 0
+    assert kept.parent.name in capsys.readouterr().out
