@@ -353,3 +353,25 @@ def test_rebase_write_force_backs_up_upstream_toml_before_declaring_the_base(one
     capsys.readouterr()
     assert one_archive_base.cli("backups", "--base", "1.1.0") == 0
     assert kept.parent.name in capsys.readouterr().out
+
+
+def test_range_diff_falls_back_to_the_refs_newest_base_whatever_verl_patches_base_says(two_bases, monkeypatch, capsys):
+    upstream = two_bases.root / "upstream.toml"
+    both = upstream.read_text()
+    upstream.write_text(both.split('[base."1.1.0"]')[0])  # the ref declares 1.0.0 only
+    assert two_bases.cli("apply", "--base", "1.0.0") == 0
+    add_a = message("[misc] feat: add a", extra="Prove-Exempt: x\n")
+    commit(tree_of(two_bases, "1.0.0"), {"verl/a.py": "A = 1\n"}, add_a)
+    assert two_bases.cli("export", "--base", "1.0.0") == 0
+    (two_bases.root / ".gitignore").write_text("build/\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "1.0.0 only"]):
+        git_in(two_bases.root, *args)
+    upstream.write_text(both)
+    monkeypatch.setenv("VERL_PATCHES_BASE", "1.1.0")
+    assert two_bases.cli("apply") == 0
+    commit(tree_of(two_bases, "1.1.0"), {"verl/a.py": "A = 2\n"}, add_a)
+    assert two_bases.cli("export") == 0
+    capsys.readouterr()
+    assert two_bases.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert " < -:  ------- [misc] feat: add a" in out and " > 1:  " in out  # the ref's 1.0.0 queue, then 1.1.0's
