@@ -375,3 +375,30 @@ def test_range_diff_falls_back_to_the_refs_newest_base_whatever_verl_patches_bas
     assert two_bases.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert " < -:  ------- [misc] feat: add a" in out and " > 1:  " in out  # the ref's 1.0.0 queue, then 1.1.0's
+
+
+def test_messages_name_the_queue_folder_and_the_build_tree_of_the_base(two_bases, capsys):
+    queue = two_bases.root / "patches" / "1.0.0"
+    assert two_bases.cli("apply", "--base", "1.0.0") == 0
+    commit(
+        tree_of(two_bases, "1.0.0"), {"verl/a.py": "A = 1\n"}, message("[misc] feat: add a", extra="Prove-Exempt: x\n")
+    )
+    capsys.readouterr()
+    assert two_bases.cli("apply", "--base", "1.0.0") == 1  # refuse_unexported
+    err = capsys.readouterr().err
+    assert "build/1.0.0/verl holds work that is not in patches/1.0.0/" in err
+    assert "export writes patches/1.0.0/misc-feat-add-a.patch" in err and "Commit it in build/1.0.0/verl" in err
+    assert two_bases.cli("export", "--base", "1.0.0") == 0
+    (queue / "series").write_text((queue / "series").read_text() + "# changed\n")
+    capsys.readouterr()
+    assert two_bases.cli("status", "--base", "1.0.0") == 3
+    assert "patches/1.0.0/ or upstream.toml changed since build/1.0.0/verl was built" in capsys.readouterr().out
+    assert two_bases.cli("export", "--base", "1.0.0") == 1
+    assert "refusing to export: patches/1.0.0/ changed since build/1.0.0/verl was built" in capsys.readouterr().err
+    (queue / "extra.patch").write_bytes((queue / "misc-feat-add-a.patch").read_bytes())
+    assert two_bases.cli("check", "--base", "1.0.0", "--no-apply") == 1
+    out = capsys.readouterr().out
+    assert "extra.patch: series-unused: the file is not listed in patches/1.0.0/series" in out
+    (queue / "series").write_text("not a patch name\n")
+    assert two_bases.cli("check", "--base", "1.0.0", "--no-apply") == 1
+    assert "patches/1.0.0/series:1: 'not a patch name' is not a patch file name" in capsys.readouterr().err
