@@ -88,7 +88,10 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
     todo = "do what the message says; `verl-patches status` shows the state"
     findings = [finding(item, todo) for item in state.incomplete]
     if state.stale and state.work:
-        todo = "both changed: `verl-patches apply --force` (backs up the tree) or `export --force` (backs up patches/)"
+        todo = (
+            "both changed: `verl-patches apply --force` (backs up the tree) or `export --force` "
+            f"(backs up {project.queue}/)"
+        )
         findings += [finding(item.replace("\n", " | "), todo) for item in [*state.stale, *state.work]]
     elif state.stale:
         findings += [finding(item) for item in state.stale]

@@ -46,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
             f"refusing to export: {project.queue}/ changed since {project.tree_name} was built, and an export would "
             "overwrite "
             f"those changes with the tree's older series:\n{detail}\n"
-            "Run `verl-patches apply` to rebuild the tree from patches/ (`--force` keeps a backup of the tree's "
-            f"commits first), or `verl-patches export --force` to overwrite {project.queue}/ (kept in a backup first)."
+            f"Run `verl-patches apply` to rebuild the tree from {project.queue}/ (`--force` keeps a backup of the "
+            f"tree's commits first), or `verl-patches export --force` to overwrite {project.queue}/ (kept in a "
+            "backup first)."
         )
     base = tree.import_commit(upstream)
     if not base:
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     replaced, _ = planned_changes(project, exported)
     if replaced:
         kept = backups.take_patches(project, f"{project.queue}/ before `export` changed {', '.join(replaced)}")
-        print(f"kept a backup of patches/: {kept.id} ({kept.folder})")
+        print(f"kept a backup of {project.queue}/: {kept.id} ({kept.folder})")
     head = tree.head()
     record.write(tree.git_dir(), record.Record(record.EXPORTING, record.source_digest(project), head=head))
     changes = write_export(project, exported)
