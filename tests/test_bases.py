@@ -150,7 +150,16 @@ def test_each_command_works_on_the_base_it_is_given(two_bases, capsys, monkeypat
     assert "verl 1.0.0 (patches/1.0.0) + 1 patch(es)" in out and "verl 1.1.0 (patches/1.1.0) + 0 patch(es)" in out
     assert two_bases.cli("status", "--base", "1.1.0") == 0
     assert two_bases.cli("wheel", "--base", "2.0") == 1
-    assert "no base '2.0' is declared in upstream.toml; declared: 1.0.0, 1.1.0" in capsys.readouterr().err
+    assert "no base '2.0' is declared in upstream.toml (--base 2.0); declared: 1.0.0, 1.1.0" in capsys.readouterr().err
+    monkeypatch.setenv("VERL_PATCHES_BASE", "2.1")
+    assert two_bases.cli("wheel") == 1
+    err = capsys.readouterr().err
+    assert "no base '2.1' is declared in upstream.toml (VERL_PATCHES_BASE=2.1 in the environment)" in err
+    monkeypatch.delenv("VERL_PATCHES_BASE")
+    assert two_bases.cli("compare", "1.0.0", "1.0.0") == 1
+    assert "compare 1.0.0 1.0.0: name two different bases (declared: 1.0.0, 1.1.0)" in capsys.readouterr().err
+    assert two_bases.cli("compare", "1.0.0", "3.0") == 1
+    assert "no base '3.0' is declared in upstream.toml (compare 1.0.0 3.0)" in capsys.readouterr().err
 
 
 def test_the_overlay_import_is_checked_against_its_tree_pin(two_bases, capsys):
@@ -392,7 +401,9 @@ def test_messages_name_the_queue_folder_and_the_build_tree_of_the_base(two_bases
     (queue / "series").write_text((queue / "series").read_text() + "# changed\n")
     capsys.readouterr()
     assert two_bases.cli("status", "--base", "1.0.0") == 3
-    assert "patches/1.0.0/ or upstream.toml changed since build/1.0.0/verl was built" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "patches/1.0.0/ or upstream.toml changed since build/1.0.0/verl was built" in out
+    assert "patches/1.0.0/ changed since the tree was built" in out
     assert two_bases.cli("export", "--base", "1.0.0") == 1
     assert "refusing to export: patches/1.0.0/ changed since build/1.0.0/verl was built" in capsys.readouterr().err
     (queue / "extra.patch").write_bytes((queue / "misc-feat-add-a.patch").read_bytes())

@@ -49,7 +49,10 @@ class Project:
         return parse_bases(data, UPSTREAM_FILE)
 
     def selected(self) -> Base:
-        return select(self.bases(), self.base or os.environ.get(BASE_ENV))
+        if self.base:
+            return select(self.bases(), self.base, f"--base {self.base}")
+        wanted = os.environ.get(BASE_ENV)
+        return select(self.bases(), wanted, f"{BASE_ENV}={wanted} in the environment")
 
     def for_base(self, version: str) -> Project:
         return Project(self.root, self.mirror, version)
