@@ -150,7 +150,16 @@ def test_each_command_works_on_the_base_it_is_given(two_bases, capsys, monkeypat
     assert "verl 1.0.0 (patches/1.0.0) + 1 patch(es)" in out and "verl 1.1.0 (patches/1.1.0) + 0 patch(es)" in out
     assert two_bases.cli("status", "--base", "1.1.0") == 0
     assert two_bases.cli("wheel", "--base", "2.0") == 1
-    assert "no base '2.0' is declared in upstream.toml; declared: 1.0.0, 1.1.0" in capsys.readouterr().err
+    assert "no base '2.0' is declared in upstream.toml (--base 2.0); declared: 1.0.0, 1.1.0" in capsys.readouterr().err
+    monkeypatch.setenv("VERL_PATCHES_BASE", "2.1")
+    assert two_bases.cli("wheel") == 1
+    err = capsys.readouterr().err
+    assert "no base '2.1' is declared in upstream.toml (VERL_PATCHES_BASE=2.1 in the environment)" in err
+    monkeypatch.delenv("VERL_PATCHES_BASE")
+    assert two_bases.cli("compare", "1.0.0", "1.0.0") == 1
+    assert "compare 1.0.0 1.0.0: name two different bases (declared: 1.0.0, 1.1.0)" in capsys.readouterr().err
+    assert two_bases.cli("compare", "1.0.0", "3.0") == 1
+    assert "no base '3.0' is declared in upstream.toml (compare 1.0.0 3.0)" in capsys.readouterr().err
 
 
 def test_the_overlay_import_is_checked_against_its_tree_pin(two_bases, capsys):
@@ -307,3 +316,100 @@ def test_rebase_onto_a_declared_tag_archive_imports_the_archive(one_archive_base
     assert one_archive_base.cli("apply", "--base", "1.1.0") == 0
     clamp = git_in(tree_of(one_archive_base, "1.1.0"), "show", "upstream/1.1.0:verl/models/clamp.py")
     assert clamp == UPSTREAM_OWN_FIX
+
+
+def test_the_printed_commands_restore_a_queue_backup(two_bases, capsys):
+    queue = two_bases.root / "patches" / "1.0.0"
+    assert two_bases.cli("apply", "--base", "1.0.0") == 0
+    tree = tree_of(two_bases, "1.0.0")
+    commit(tree, {"verl/a.py": "A = 1\n"}, message("[misc] feat: add a", extra="Prove-Exempt: x\n"))
+    assert two_bases.cli("export", "--base", "1.0.0") == 0
+    (queue / "to-port").write_text("other.patch\n")
+    pulled = (queue / "misc-feat-add-a.patch").read_bytes().replace(b"Problem:", b"Problem: (pulled)")
+    (queue / "misc-feat-add-a.patch").write_bytes(pulled)
+    before = {p.name: p.read_bytes() for p in queue.iterdir()}
+    commit(tree, {"verl/b.py": "B = 1\n"}, message("[misc] feat: add b", extra="Prove-Exempt: x\n"))
+    assert two_bases.cli("export", "--base", "1.0.0", "--force") == 0  # overwrites patches/1.0.0, backed up first
+    assert {p.name: p.read_bytes() for p in queue.iterdir()} != before
+    capsys.readouterr()
+    assert two_bases.cli("backups", "--base", "1.0.0") == 0
+    out = capsys.readouterr().out
+    steps = [ln.strip() for ln in out.splitlines() if ln.startswith("    ") and not ln.strip().startswith("#")]
+    subprocess.run(" && ".join(steps), shell=True, check=True, capture_output=True)
+    assert sorted(p.name for p in (two_bases.root / "patches").iterdir()) == ["1.0.0", "1.1.0"]
+    assert {p.name: p.read_bytes() for p in queue.iterdir()} == before
+    assert "# patches/1.0.0/ and upstream.toml as they were" in out
+
+
+def test_rebase_write_force_backs_up_upstream_toml_before_declaring_the_base(one_archive_base, tmp_path, capsys):
+    tree = tree_of(one_archive_base, "1.0.0")
+    commit(tree, {"docs/notes.md": "notes\n"}, message("[misc] feat: add notes", extra="Prove-Exempt: docs\n"))
+    assert one_archive_base.cli("export") == 0
+    new = make_sdist(one_archive_base.cache, "1.1.0")
+    upstream = one_archive_base.root / "upstream.toml"
+    declared_once = upstream.read_text()
+    rebase = ["rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write"]
+    assert one_archive_base.cli(*rebase) == 0
+    upstream.write_text(declared_once)  # 1.1.0 undeclared again; its queue folder is there, with a local change
+    series = one_archive_base.root / "patches" / "1.1.0" / "series"
+    series.write_text(series.read_text() + "# a local note\n")
+    capsys.readouterr()
+    assert one_archive_base.cli(*rebase, "--force") == 0
+    assert "declared base 1.1.0 in upstream.toml" in capsys.readouterr().out
+    [kept] = (one_archive_base.root / "build" / "1.1.0" / "backups").glob("*/backup.json")
+    assert (kept.parent / "upstream.toml").read_text() == declared_once
+    assert (kept.parent / "patches" / "series").read_text().endswith("# a local note\n")
+    capsys.readouterr()
+    assert one_archive_base.cli("backups", "--base", "1.1.0") == 0
+    assert kept.parent.name in capsys.readouterr().out
+
+
+def test_range_diff_falls_back_to_the_refs_newest_base_whatever_verl_patches_base_says(two_bases, monkeypatch, capsys):
+    upstream = two_bases.root / "upstream.toml"
+    both = upstream.read_text()
+    upstream.write_text(both.split('[base."1.1.0"]')[0])  # the ref declares 1.0.0 only
+    assert two_bases.cli("apply", "--base", "1.0.0") == 0
+    add_a = message("[misc] feat: add a", extra="Prove-Exempt: x\n")
+    commit(tree_of(two_bases, "1.0.0"), {"verl/a.py": "A = 1\n"}, add_a)
+    assert two_bases.cli("export", "--base", "1.0.0") == 0
+    (two_bases.root / ".gitignore").write_text("build/\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "1.0.0 only"]):
+        git_in(two_bases.root, *args)
+    upstream.write_text(both)
+    monkeypatch.setenv("VERL_PATCHES_BASE", "1.1.0")
+    assert two_bases.cli("apply") == 0
+    commit(tree_of(two_bases, "1.1.0"), {"verl/a.py": "A = 2\n"}, add_a)
+    assert two_bases.cli("export") == 0
+    capsys.readouterr()
+    assert two_bases.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert " < -:  ------- [misc] feat: add a" in out and " > 1:  " in out  # the ref's 1.0.0 queue, then 1.1.0's
+
+
+def test_messages_name_the_queue_folder_and_the_build_tree_of_the_base(two_bases, capsys):
+    queue = two_bases.root / "patches" / "1.0.0"
+    assert two_bases.cli("apply", "--base", "1.0.0") == 0
+    commit(
+        tree_of(two_bases, "1.0.0"), {"verl/a.py": "A = 1\n"}, message("[misc] feat: add a", extra="Prove-Exempt: x\n")
+    )
+    capsys.readouterr()
+    assert two_bases.cli("apply", "--base", "1.0.0") == 1  # refuse_unexported
+    err = capsys.readouterr().err
+    assert "build/1.0.0/verl holds work that is not in patches/1.0.0/" in err
+    assert "export writes patches/1.0.0/misc-feat-add-a.patch" in err and "Commit it in build/1.0.0/verl" in err
+    assert two_bases.cli("export", "--base", "1.0.0") == 0
+    (queue / "series").write_text((queue / "series").read_text() + "# changed\n")
+    capsys.readouterr()
+    assert two_bases.cli("status", "--base", "1.0.0") == 3
+    out = capsys.readouterr().out
+    assert "patches/1.0.0/ or upstream.toml changed since build/1.0.0/verl was built" in out
+    assert "patches/1.0.0/ changed since the tree was built" in out
+    assert two_bases.cli("export", "--base", "1.0.0") == 1
+    assert "refusing to export: patches/1.0.0/ changed since build/1.0.0/verl was built" in capsys.readouterr().err
+    (queue / "extra.patch").write_bytes((queue / "misc-feat-add-a.patch").read_bytes())
+    assert two_bases.cli("check", "--base", "1.0.0", "--no-apply") == 1
+    out = capsys.readouterr().out
+    assert "extra.patch: series-unused: the file is not listed in patches/1.0.0/series" in out
+    (queue / "series").write_text("not a patch name\n")
+    assert two_bases.cli("check", "--base", "1.0.0", "--no-apply") == 1
+    assert "patches/1.0.0/series:1: 'not a patch name' is not a patch file name" in capsys.readouterr().err

@@ -177,3 +177,27 @@ def test_archive_upstream_needs_a_tree_pin(change, message):
 
 def test_local_version_is_pep440():
     assert local_version("0.9.0", 5) == "0.9.0+fix.5"
+
+
+def test_drift_is_explained_by_the_newer_patch_or_a_trailer_that_names_the_newer_version():
+    from verl_patches.model.compare import DIFFERS, Comparison, Entry
+
+    def entry(name: str, reason: str | None = None) -> Entry:
+        trailer = f"Base-Specific: {reason}\n" if reason else ""
+        return Entry(Patch.parse(name, mbox(body=DEFAULT_BODY + trailer)), name, name)
+
+    def reasons(comparison: Comparison) -> dict[str, str | None]:
+        return {where: reason for where, _, reason in comparison.drift()}
+
+    # A pair that differs: only the newer queue's patch explains it.
+    only_old_says = Comparison("1.0.0", "1.1.0", pairs=[(entry("a.patch", "1.1.0 has it"), entry("a.patch"), DIFFERS)])
+    assert reasons(only_old_says) == {"1.1.0:a.patch": None}
+    new_says = Comparison("1.0.0", "1.1.0", pairs=[(entry("a.patch"), entry("a.patch", "1.1.0 has it"), DIFFERS)])
+    assert reasons(new_says) == {"1.1.0:a.patch": "1.1.0 has it"}
+    # A patch the newer queue lacks: the older patch's trailer must name the newer version.
+    for reason, explained in [("only on 1.0.0", False), ("verl 1.1.0 has it upstream", True), ("1.1.01", False)]:
+        missing = Comparison("1.0.0", "1.1.0", only_old=[entry("b.patch", reason)])
+        assert reasons(missing) == {"1.0.0:b.patch": reason if explained else None}
+    assert reasons(Comparison("1.0.0", "1.1.0", only_new=[entry("c.patch", "new here")])) == {
+        "1.1.0:c.patch": "new here"
+    }

@@ -172,3 +172,27 @@ def test_a_hook_that_stops_at_a_base_failure_is_not_blamed_for_its_progress_line
     tree.commit_in_tree("verl/aa_cuda.py", HEADER + 'DEVICE = "cuda"\n', message("[misc] test: hard-code a device"))
     rc, found = upstream_findings(tree, capsys)
     assert rc == 1 and len(found) == 1 and "verl/aa_cuda.py contains cuda usage" in found[0], found
+
+
+def test_findings_name_the_build_tree_of_the_base(checkout, tmp_path, monkeypatch, capsys):
+    from test_bases import archive_table, commit, make_queues
+
+    mirror = tmp_path / "mirror"
+    archive = make_archive(mirror, "1.0.0", UPSTREAM_FILES)
+    (checkout.root / "upstream.toml").write_text(archive_table("1.0.0", tree_id_of(archive, tmp_path)))
+    make_queues(checkout.root, "1.0.0")
+    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    monkeypatch.delenv("VERL_PATCHES_BASE", raising=False)
+    assert checkout.cli("apply") == 0
+    tree = checkout.root / "build" / "1.0.0" / "verl"
+    for rule in ("check-license", "check-pr-title", "ruff"):
+        path, text, subject = VIOLATIONS[rule]
+        commit(tree, {path: text}, message(subject))
+    assert checkout.cli("export") == 0
+    capsys.readouterr()
+    assert checkout.cli("check") == 1
+    found = [line for line in capsys.readouterr().out.splitlines() if ": upstream:" in line]
+    assert len(found) == 3, found
+    assert "-> fix it in build/1.0.0/verl (`python3 tests/special_sanity/check_license.py" in found[0]
+    assert found[1].endswith("-> reword the subject in build/1.0.0/verl")
+    assert found[2].endswith("-> fix it in build/1.0.0/verl (ruff check with verl's config)")

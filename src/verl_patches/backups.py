@@ -5,7 +5,7 @@ Each backup is a folder build/backups/<id>/ with a unique id and a backup.json t
   the work tree as it was (uncommitted and untracked files included; ignored files are not), whose
   first parent is HEAD and whose other parents are the branch and the ORIG_HEAD of an operation in
   progress; the state of that operation (rebase todo list, am mailbox) is copied to git-state/;
-- a patches backup holds copies of upstream.toml, patches/series and patches/*.patch in patches/.
+- a patches backup holds copies of upstream.toml and of its queue's series, to-port and *.patch in patches/.
 backup.json is written last: a folder without it is a backup that was interrupted.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -48,15 +49,15 @@ class Backup:
         return f"{self.id}: {self.kind} backup, {self.info['reason']}"
 
 
-def _new(project: Project, tree: BuildTree | None) -> tuple[str, Path]:
+def _new(backup_dir: Path, tree: BuildTree | None) -> tuple[str, Path]:
     """A fresh id (UTC time plus a counter) whose folder and branch do not exist yet; the folder is created."""
-    project.backup_dir.mkdir(parents=True, exist_ok=True)
+    backup_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     for n in range(1, 10_000):
         backup_id = f"{stamp}-{n}"
         if tree is not None and tree.exists() and tree.git.rev(f"refs/heads/backup/{backup_id}"):
             continue
-        folder = project.backup_dir / backup_id
+        folder = backup_dir / backup_id
         try:
             folder.mkdir()
         except FileExistsError:
@@ -85,7 +86,7 @@ def take_tree(project: Project, tree: BuildTree, reason: str) -> Backup | None:
     head = tree.head()
     if head is None:
         return None
-    backup_id, folder = _new(project, tree)
+    backup_id, folder = _new(project.backup_dir, tree)
     git_dir = tree.git_dir()
     branch_tip = tree.git.rev(f"refs/heads/{tree.branch}")
     symbolic = tree.git.run("symbolic-ref", "--quiet", "HEAD", check=False).stdout.decode().strip()
@@ -144,12 +145,15 @@ def take_tree(project: Project, tree: BuildTree, reason: str) -> Backup | None:
     return Backup(backup_id, folder, info)
 
 
-def take_patches(project: Project, reason: str) -> Backup:
-    """Keep upstream.toml, patches/series and patches/*.patch as they are before they are overwritten."""
-    backup_id, folder = _new(project, None)
+def take_patches(project: Project, reason: str, queue: str | None = None, backup_dir: Path | None = None) -> Backup:
+    """Keep upstream.toml and the queue's series, to-port and *.patch as they are before they are overwritten.
+    queue and backup_dir default to the selected base's (given for a base upstream.toml does not declare yet)."""
+    queue = queue or project.queue
+    backup_id, folder = _new(backup_dir or project.backup_dir, None)
     (folder / "patches").mkdir()
     files = []
-    for path in [project.series_path, project.patches_dir / "to-port", *sorted(project.patches_dir.glob("*.patch"))]:
+    queue_dir = project.root / queue
+    for path in [queue_dir / "series", queue_dir / "to-port", *sorted(queue_dir.glob("*.patch"))]:
         if path.is_file():
             shutil.copy2(path, folder / "patches" / path.name)
             files.append(path.name)
@@ -161,6 +165,7 @@ def take_patches(project: Project, reason: str) -> Backup:
         "reason": reason,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "files": files,
+        "queue": queue,
     }
     _finish(folder, info)
     return Backup(backup_id, folder, info)
@@ -183,13 +188,17 @@ def listing(project: Project) -> list[Backup]:
 def restore_steps(project: Project, backup: Backup) -> list[str]:
     """Shell commands (with comments) that bring the backup back."""
     if backup.kind == "patches":
-        return [
-            f"# patches/ and upstream.toml as they were ({', '.join(backup.info['files']) or 'no files'}):",
-            f"cd {project.root}",
-            "rm -f patches/*.patch",
-            f"cp {backup.folder}/patches/* patches/",
-            f"cp {backup.folder}/upstream.toml upstream.toml",
+        queue = backup.info.get("queue") or project.queue
+        files = backup.info["files"]
+        steps = [
+            f"# {queue}/ and upstream.toml as they were ({', '.join(files) or 'no files'}):",
+            f"cd {shlex.quote(str(project.root))}",
+            f"mkdir -p {shlex.quote(queue)}",
+            f"rm -f {shlex.quote(queue)}/*.patch {shlex.quote(queue)}/series {shlex.quote(queue)}/to-port",
         ]
+        if files:
+            steps.append(f"cp {shlex.quote(str(backup.folder / 'patches'))}/* {shlex.quote(queue)}/")
+        return steps + [f"cp {shlex.quote(str(backup.folder / 'upstream.toml'))} upstream.toml"]
     if backup.kind != "tree":
         return []
     branch = backup.info["branch"]

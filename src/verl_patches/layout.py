@@ -49,7 +49,10 @@ class Project:
         return parse_bases(data, UPSTREAM_FILE)
 
     def selected(self) -> Base:
-        return select(self.bases(), self.base or os.environ.get(BASE_ENV))
+        if self.base:
+            return select(self.bases(), self.base, f"--base {self.base}")
+        wanted = os.environ.get(BASE_ENV)
+        return select(self.bases(), wanted, f"{BASE_ENV}={wanted} in the environment")
 
     def for_base(self, version: str) -> Project:
         return Project(self.root, self.mirror, version)
@@ -87,6 +90,12 @@ class Project:
         return self.base_build_dir / "verl"
 
     @property
+    def tree_name(self) -> str:
+        """The build tree as messages name it: relative to the checkout (e.g. build/0.9.0/verl) when inside it."""
+        inside = self.tree_dir.is_relative_to(self.root)
+        return self.tree_dir.relative_to(self.root).as_posix() if inside else str(self.tree_dir)
+
+    @property
     def venv_dir(self) -> Path:
         return self.build_dir / "venv"
 
@@ -116,7 +125,7 @@ class Project:
     def load_series(self) -> Series:
         if not self.series_path.exists():
             return Series()
-        return Series.parse(self.series_path.read_text(encoding="utf-8"))
+        return Series.parse(self.series_path.read_text(encoding="utf-8"), f"{self.queue}/series")
 
     def patch_path(self, name: str) -> Path:
         return self.patches_dir / name

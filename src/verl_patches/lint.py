@@ -186,7 +186,7 @@ def lint_patch(patch: Patch) -> list[Finding]:
     return [finding for rule in PATCH_RULES for finding in rule(patch)]
 
 
-def lint_series(series: Series, files_on_disk: list[str]) -> list[Finding]:
+def lint_series(series: Series, files_on_disk: list[str], queue: str = "patches") -> list[Finding]:
     findings = []
     for name in series.duplicates():
         findings.append(Finding("series", "series-duplicate", f"{name} is listed more than once", "list it once"))
@@ -196,7 +196,7 @@ def lint_series(series: Series, files_on_disk: list[str]) -> list[Finding]:
                 Finding(
                     "series",
                     "series-missing",
-                    f"{name} is listed but patches/{name} does not exist",
+                    f"{name} is listed but {queue}/{name} does not exist",
                     "add the file or drop the line",
                 )
             )
@@ -204,7 +204,7 @@ def lint_series(series: Series, files_on_disk: list[str]) -> list[Finding]:
         if name not in series.names:
             findings.append(
                 Finding(
-                    name, "series-unused", "the file is not listed in patches/series", "list it in series or delete it"
+                    name, "series-unused", f"the file is not listed in {queue}/series", "list it in series or delete it"
                 )
             )
     return findings

@@ -84,13 +84,14 @@ def write(project: Project, upstream: Upstream, queue: str, content: dict[str, b
             f"--write refused: {queue} already holds a queue that differs from the rebased one in "
             f"{', '.join(differs)}; nothing was written. Rerun with --force to replace it (it is backed up first)."
         )
+    if present and differs:
+        backup_dir = project.build_dir / upstream.version / "backups"  # the base's, declared or not yet
+        kept = backups.take_patches(project, f"{queue} before `rebase --write --force`", queue, backup_dir)
+        log(f"kept a backup of {queue}: {kept.id} ({kept.folder})")
     if declare:
         text = project.upstream_path.read_text(encoding="utf-8")
         project.upstream_path.write_text(text.rstrip("\n") + "\n\n" + table(upstream, queue), encoding="utf-8")
         log(f"declared base {upstream.version} in upstream.toml")
-    if present and differs:
-        kept = backups.take_patches(project.for_base(upstream.version), f"{queue} before `rebase --write --force`")
-        log(f"kept a backup of {queue}: {kept.id} ({kept.folder})")
     if not differs:
         log(f"{queue} already holds this queue; nothing to write")
         return

@@ -12,25 +12,29 @@ from verl_patches.tree import BuildTree, ExportedPatch
 
 
 def describe_differences(
-    series: list[str], on_disk: dict[str, bytes], exported: list[ExportedPatch], commits: list[str]
+    series: list[str],
+    on_disk: dict[str, bytes],
+    exported: list[ExportedPatch],
+    commits: list[str],
+    queue: str = "patches",
 ) -> list[str]:
-    """One line per difference between patches/ (series order, file bytes) and an export of the tree
+    """One line per difference between the queue folder (series order, file bytes) and an export of the tree
     (with each exported patch's commit id): new, changed and dropped patches, then the order."""
     lines = []
     names = [item.name for item in exported]
     for item, commit in zip(exported, commits or [""] * len(exported), strict=True):
         label = f"{commit[:12]} {item.patch.subject}".strip()
         if item.name not in series:
-            lines.append(f"new: {label} (not in patches/; export writes patches/{item.name})")
+            lines.append(f"new: {label} (not in {queue}/; export writes {queue}/{item.name})")
         elif on_disk.get(item.name) != item.data:
-            lines.append(f"changed: {label} (differs from patches/{item.name})")
+            lines.append(f"changed: {label} (differs from {queue}/{item.name})")
     for name in series:
         if name not in names:
-            lines.append(f"dropped: patches/{name} is in patches/series but not in the build tree")
+            lines.append(f"dropped: {queue}/{name} is in {queue}/series but not in the build tree")
     common_series = [name for name in series if name in names]
     common_tree = [name for name in names if name in series]
     if common_series != common_tree:
-        lines.append("reordered: the build tree's order of the patches differs from patches/series")
+        lines.append(f"reordered: the build tree's order of the patches differs from {queue}/series")
     return lines
 
 
@@ -38,7 +42,7 @@ def export_differences(project: Project, exported: list[ExportedPatch], commits:
     """What differs between an export of the tree and patches/ (empty when they agree byte for byte)."""
     series = project.load_series().names
     on_disk = {name: project.patch_path(name).read_bytes() for name in series if project.patch_path(name).is_file()}
-    return describe_differences(series, on_disk, exported, commits or [])
+    return describe_differences(series, on_disk, exported, commits or [], project.queue)
 
 
 @dataclass
@@ -93,14 +97,15 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
     if rec and rec.state == record.FAILED:
         state.incomplete.append(
             f"the last apply stopped at {rec.patch}, which does not apply: the tree holds only the patches before "
-            "it. Fix that patch in patches/ and run `verl-patches apply`"
+            f"it. Fix that patch in {project.queue}/ and run `verl-patches apply`"
         )
         if head != rec.head:
             state.unexported += _commits_since(tree, rec.head) or [f"{head[:12]} (HEAD moved since the failed apply)"]
         return state
     if rec and rec.source != record.source_digest(project):
         state.stale.append(
-            "patches/ or upstream.toml changed since build/verl was built (a pull, a checkout or a hand edit): "
+            f"{project.queue}/ or upstream.toml changed since {project.tree_name} was built (a pull, a checkout or "
+            "a hand edit): "
             "`verl-patches apply` rebuilds the tree from them"
         )
     if rec and rec.head == head:

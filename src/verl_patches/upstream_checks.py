@@ -116,10 +116,13 @@ class Runner:
         return self._run([sys.executable, PR_TITLE_SCRIPT], {"PR_TITLE": subject})
 
 
-def hook_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> tuple[list[Finding], list[str]]:
+def hook_findings(
+    runner: Runner, base: str, commits: list[tuple[str, str]], tree_name: str
+) -> tuple[list[Finding], list[str]]:
     """Local hooks that pass on base (or fail there with other output) and fail with the series; and notes.
 
-    commits: (patch name, commit) in series order; the tree is left at the last commit."""
+    commits: (patch name, commit) in series order; tree_name: the build tree the findings say to fix it in; the
+    tree is left at the last commit."""
     hooks, notes = local_hooks(runner.tree.path)
     runner.checkout(base)
     before = {hook.id: runner.hook(hook) for hook in hooks}
@@ -137,7 +140,7 @@ def hook_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> 
             if _new_failure(before[hook.id], result):
                 new = _new_lines(before[hook.id], result)
                 what = " | ".join(new[-SHOWN_LINES:]) or f"exit status {result.returncode}"
-                findings.append(Finding(name, f"upstream:{hook.id}", what, f"fix it in build/verl (`{hook.entry}`)"))
+                findings.append(Finding(name, f"upstream:{hook.id}", what, f"fix it in {tree_name} (`{hook.entry}`)"))
                 break
     if commits:
         runner.checkout(commits[-1][1])
@@ -162,7 +165,7 @@ def _new_failure(base: Result, result: Result) -> bool:
     return result.failed and (not base.failed or bool(_new_lines(base, result)))
 
 
-def title_findings(runner: Runner, subjects: list[tuple[str, str]]) -> list[Finding]:
+def title_findings(runner: Runner, subjects: list[tuple[str, str]], tree_name: str) -> list[Finding]:
     """check_pr_title.py on every subject: (patch name, subject) pairs."""
     if not (runner.tree.path / PR_TITLE_SCRIPT).is_file():
         return []
@@ -171,11 +174,11 @@ def title_findings(runner: Runner, subjects: list[tuple[str, str]]) -> list[Find
         result = runner.pr_title(subject)
         if result.failed:
             what = " | ".join(line for line in result.lines if not line.startswith(("Traceback", "  ")))
-            findings.append(Finding(name, "upstream:check-pr-title", what, "reword the subject in build/verl"))
+            findings.append(Finding(name, "upstream:check-pr-title", what, f"reword the subject in {tree_name}"))
     return findings
 
 
-def ruff_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> list[Finding]:
+def ruff_findings(runner: Runner, base: str, commits: list[tuple[str, str]], tree_name: str) -> list[Finding]:
     """ruff check and ruff format --check, with the tree's pyproject.toml, on the .py files the series changes."""
     if not commits:
         return []
@@ -213,7 +216,7 @@ def ruff_findings(runner: Runner, base: str, commits: list[tuple[str, str]]) -> 
         if name:
             what = f"{path}:{row}: {issue['code']} {issue['message']}"
             findings.append(
-                Finding(name, "upstream:ruff", what, "fix it in build/verl (ruff check with verl's config)")
+                Finding(name, "upstream:ruff", what, f"fix it in {tree_name} (ruff check with verl's config)")
             )
     if checked.returncode != 0 and not issues:
         what = " | ".join(checked.stderr.strip().splitlines()[-SHOWN_LINES:])

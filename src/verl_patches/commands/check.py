@@ -27,7 +27,7 @@ def build_parser():
 
 def lint_files(project: Project, series: Series) -> list[Finding]:
     on_disk = project.patch_files_on_disk()
-    findings = lint_series(series, on_disk)
+    findings = lint_series(series, on_disk, project.queue)
     for name in [name for name in dict.fromkeys(series.names) if name in on_disk]:
         try:
             patch = Patch.parse(name, project.patch_path(name).read_bytes())
@@ -46,7 +46,10 @@ def check_applies(project: Project, series: Series, upstream: Upstream, sanity: 
             commits = apply_each(trial, [(name, project.patch_path(name)) for name in series.names])
         except PatchApplyError as failure:
             detail = failure.detail.replace("\n", " | ")
-            todo = "make it apply: fix it in patches/, or rebase it in a build/verl holding the whole series, export"
+            todo = (
+                f"make it apply: fix it in {project.queue}/, or rebase it in a {project.tree_name} holding the whole "
+                "series, export"
+            )
             return [Finding(failure.patch, "applies", detail, todo)]
         if not sanity or base is None:
             return []
@@ -56,13 +59,13 @@ def check_applies(project: Project, series: Series, upstream: Upstream, sanity: 
 def upstream_sanity(project: Project, tree: BuildTree, base: str, commits: list[tuple[str, str]]) -> list[Finding]:
     runner = upstream_checks.Runner(tree)
     try:
-        findings, notes = upstream_checks.hook_findings(runner, base, commits)
+        findings, notes = upstream_checks.hook_findings(runner, base, commits, project.tree_name)
         subjects = [
             (name, patch.subject)
             for name, patch in zip(project.load_series().names, project.load_patches(), strict=True)
         ]
-        findings += upstream_checks.title_findings(runner, subjects)
-        findings += upstream_checks.ruff_findings(runner, base, commits)
+        findings += upstream_checks.title_findings(runner, subjects, project.tree_name)
+        findings += upstream_checks.ruff_findings(runner, base, commits, project.tree_name)
     finally:
         runner.close()
     for note in notes:
@@ -77,8 +80,7 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
         return []
 
     def finding(what: str, todo: str = "run `verl-patches apply`") -> Finding:
-        where = project.tree_dir.relative_to(project.root) if project.tree_dir.is_relative_to(project.root) else None
-        return Finding(str(where or project.tree_dir), "up-to-date", what, todo)
+        return Finding(project.tree_name, "up-to-date", what, todo)
 
     if not tree.import_commit(upstream):
         return [finding(f"the build tree is not on {upstream.tag}")]
@@ -86,7 +88,10 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
     todo = "do what the message says; `verl-patches status` shows the state"
     findings = [finding(item, todo) for item in state.incomplete]
     if state.stale and state.work:
-        todo = "both changed: `verl-patches apply --force` (backs up the tree) or `export --force` (backs up patches/)"
+        todo = (
+            "both changed: `verl-patches apply --force` (backs up the tree) or `export --force` "
+            f"(backs up {project.queue}/)"
+        )
         findings += [finding(item.replace("\n", " | "), todo) for item in [*state.stale, *state.work]]
     elif state.stale:
         findings += [finding(item) for item in state.stale]

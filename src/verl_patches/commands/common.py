@@ -54,22 +54,22 @@ def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[st
 
 
 def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
-    """Raise unless build/verl holds exactly what patches/ describes."""
+    """Raise unless the build tree holds exactly what its queue folder describes."""
     state = assess(project, tree)
     if state.clean:
         return
     listing = "\n".join(f"  - {item}" for item in [*state.work, *state.incomplete, *state.stale])
     if state.work:
         todo = (
-            "Commit it in the build tree and run `verl-patches export`, or discard it on purpose with "
+            f"Commit it in {project.tree_name} and run `verl-patches export`, or discard it on purpose with "
             "`verl-patches apply --force` (which first keeps a backup: `verl-patches backups` lists them)."
         )
         raise UnexportedWorkError(
-            f"refusing to {action}: the build tree holds work that is not in patches/:\n{listing}\n{todo}"
+            f"refusing to {action}: {project.tree_name} holds work that is not in {project.queue}/:\n{listing}\n{todo}"
         )
     raise UnexportedWorkError(
-        f"refusing to {action}: the build tree is not what patches/ describes:\n{listing}\n"
-        "Run `verl-patches apply` to rebuild it from patches/."
+        f"refusing to {action}: {project.tree_name} is not what {project.queue}/ describes:\n{listing}\n"
+        f"Run `verl-patches apply` to rebuild it from {project.queue}/."
     )
 
 
@@ -91,15 +91,15 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
     has_commits = bool(head) and head != tree.import_commit(project.load_upstream())
     if not reproducible and (state.in_progress or state.dirty or has_commits):
         if state.interrupted_apply:
-            reason = "what an interrupted apply left in build/verl"
+            reason = f"what an interrupted apply left in {project.tree_name}"
         elif state.work:
-            reason = "un-exported work in build/verl, before `apply --force` rebuilt it"
+            reason = f"un-exported work in {project.tree_name}, before `apply --force` rebuilt it"
         else:
-            reason = "build/verl before `apply` rebuilt it from changed patches/"
+            reason = f"{project.tree_name} before `apply` rebuilt it from changed {project.queue}/"
         kept = backups.take_tree(project, tree, reason)
         if kept:
             log(
-                f"kept a backup of build/verl: {kept.id} (branch {kept.info['branch']}, {kept.folder}); "
+                f"kept a backup of {project.tree_name}: {kept.id} (branch {kept.info['branch']}, {kept.folder}); "
                 "`verl-patches backups` says how to restore it"
             )
     return state.interrupted_apply

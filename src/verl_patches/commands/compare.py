@@ -6,6 +6,7 @@ from verl_patches import queues
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.commands.table import render
 from verl_patches.errors import ConfigError
+from verl_patches.model.bases import select
 from verl_patches.model.compare import CONTEXT, DIFFERS, SAME
 
 
@@ -30,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError(f"upstream.toml declares one base ({declared[0]}): there is no other queue to compare")
     one, other = args.bases or declared[-2:]
     for version in (one, other):
-        project.for_base(version).selected()
+        select(project.bases(), version, f"compare {one} {other}")
+    if one == other:
+        raise ConfigError(f"compare {one} {other}: name two different bases (declared: {', '.join(declared)})")
     comparison = queues.between(project, one, other)
     pending = set(queues.pending(project.for_base(comparison.new)))
     reasons = {where: reason for where, _, reason in comparison.drift(pending)}

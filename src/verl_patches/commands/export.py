@@ -37,16 +37,18 @@ def main(argv: list[str] | None = None) -> int:
     rec = state.record
     if rec and rec.state in (record.APPLYING, record.FAILED):
         raise UnexportedWorkError(
-            "refusing to export: build/verl does not hold the whole series, so an export would remove the patches "
-            "it lacks from patches/:\n" + "\n".join(f"  - {item}" for item in state.incomplete)
+            f"refusing to export: {project.tree_name} does not hold the whole series, so an export would remove the "
+            f"patches it lacks from {project.queue}/:\n" + "\n".join(f"  - {item}" for item in state.incomplete)
         )
     if state.stale and not args.force:
         detail = "\n".join(f"  - {item}" for item in [*state.stale, *state.work])
         raise UnexportedWorkError(
-            "refusing to export: patches/ changed since build/verl was built, and an export would overwrite "
+            f"refusing to export: {project.queue}/ changed since {project.tree_name} was built, and an export would "
+            "overwrite "
             f"those changes with the tree's older series:\n{detail}\n"
-            "Run `verl-patches apply` to rebuild the tree from patches/ (`--force` keeps a backup of the tree's "
-            "commits first), or `verl-patches export --force` to overwrite patches/ (kept in a backup first)."
+            f"Run `verl-patches apply` to rebuild the tree from {project.queue}/ (`--force` keeps a backup of the "
+            f"tree's commits first), or `verl-patches export --force` to overwrite {project.queue}/ (kept in a "
+            "backup first)."
         )
     base = tree.import_commit(upstream)
     if not base:
@@ -58,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     exported = tree.export(base)
     replaced, _ = planned_changes(project, exported)
     if replaced:
-        kept = backups.take_patches(project, f"patches/ before `export` changed {', '.join(replaced)}")
-        print(f"kept a backup of patches/: {kept.id} ({kept.folder})")
+        kept = backups.take_patches(project, f"{project.queue}/ before `export` changed {', '.join(replaced)}")
+        print(f"kept a backup of {project.queue}/: {kept.id} ({kept.folder})")
     head = tree.head()
     record.write(tree.git_dir(), record.Record(record.EXPORTING, record.source_digest(project), head=head))
     changes = write_export(project, exported)

@@ -33,7 +33,7 @@ def select(project: Project, which: str) -> Patch:
     for patch in patches:
         if which in (patch.name, patch.name.removesuffix(".patch")):
             return patch
-    raise ConfigError(f"no patch named {which!r} in patches/series (see `verl-patches table`)")
+    raise ConfigError(f"no patch named {which!r} in {project.queue}/series (see `verl-patches table`)")
 
 
 def template_text(tree: BuildTree) -> str:

@@ -39,7 +39,7 @@ def materialise(project: Project, ref: str, dest: Path) -> Project:
         (dest / name).write_bytes(git.run("show", f"{ref}:{name}").stdout)
     wanted = project.selected().version
     declared = [base.version for base in Project(dest).bases()]
-    return Project(dest, base=wanted if wanted in declared else None)
+    return Project(dest, base=wanted if wanted in declared else declared[-1])
 
 
 def applied_range(project: Project, version_of: Project, main: BuildTree) -> tuple[str, str]:

@@ -33,24 +33,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     state = assess(project, tree)
     if state.clean:
-        print(f"{tree.path}: clean, patches/ is up to date")
+        print(f"{tree.path}: clean, {project.queue}/ is up to date")
         return 0
     for item in state.incomplete:
         print(f"- {item}")
     if state.stale:
-        print("patches/ changed since the tree was built (the tree does not have these changes):")
+        print(f"{project.queue}/ changed since the tree was built (the tree does not have these changes):")
         for item in state.stale:
             print(f"  - {item}")
     if not state.work:
         return NOT_BUILT_FROM_PATCHES
-    print(f"{tree.path} holds work that is not in patches/:")
+    print(f"{tree.path} holds work that is not in {project.queue}/:")
     for item in state.work:
         print(f"  - {item}")
     if state.stale:
         print(
             "Both sides changed: neither is overwritten. Keep the tree's work with `verl-patches apply --force` "
-            "(it takes a backup first) and re-create it on the new patches/, or `verl-patches export --force` "
-            "(patches/ is kept in a backup first)."
+            f"(it takes a backup first) and re-create it on the new {project.queue}/, or `verl-patches export "
+            f"--force` ({project.queue}/ is kept in a backup first)."
         )
     else:
         print("Export it with `verl-patches export` (after committing), or discard it on purpose.")

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     tree = BuildTree(project.tree_dir)
     if not tree.import_commit(upstream):
         raise VerlPatchesError(f"no build tree for {upstream.tag}: run `verl-patches apply` first")
-    refuse_unexported(project, tree, "build a wheel that would not match patches/")
+    refuse_unexported(project, tree, f"build a wheel that would not match {project.queue}/")
     version = local_version(upstream.version, len(project.load_series().names))
     wheel = build_wheel(tree, version, Path(args.outdir) if args.outdir else project.dist_dir)
     print(f"built {wheel}")

@@ -75,13 +75,15 @@ def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
     return sorted(bases, key=lambda b: Version(b.version))
 
 
-def select(bases: list[Base], wanted: str | None) -> Base:
-    """The base named by wanted (default: the newest declared one); an unknown name lists the declared ones."""
+def select(bases: list[Base], wanted: str | None, origin: str = "") -> Base:
+    """The base named by wanted (default: the newest declared one); an unknown name lists the declared ones and
+    says where the name came from (origin, e.g. "--base 2.0")."""
     if not wanted:
         return bases[-1]
     for base in bases:
         if base.version == wanted:
             return base
     raise ConfigError(
-        f"no base {wanted!r} is declared in upstream.toml; declared: {', '.join(b.version for b in bases)}"
+        f"no base {wanted!r} is declared in upstream.toml{f' ({origin})' if origin else ''}; "
+        f"declared: {', '.join(b.version for b in bases)}"
     )

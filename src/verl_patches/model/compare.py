@@ -3,7 +3,9 @@
 Patches are paired by subject (the type word of the subject is ignored, so that a fix carried as its tests
 alone still pairs with it), then by `git patch-id --stable`, then by their change (the +/- lines). A pair is
 the same patch when the patch ids agree, the same change in another context when only the +/- lines agree,
-and different otherwise. A patch explains a difference with the trailer `Base-Specific: <reason>`.
+and different otherwise. A patch explains a difference with the trailer `Base-Specific: <reason>`: the newer
+queue's patch of a pair that differs, the patch of a queue that the other lacks (when the newer queue lacks it,
+a trailer that names the newer version).
 """
 
 from __future__ import annotations
@@ -47,14 +49,16 @@ class Comparison:
         """(where, what, reason) for each difference; reason is the Base-Specific trailer that explains it, the
         hand port it awaits (a name of the old queue in pending), or None when nothing does."""
         found = []
+        names_new = re.compile(rf"(?<![\w.]){re.escape(self.new)}(?![\w]|\.\d)")
         for entry in self.only_old:
-            reason = entry.reason or (f"awaits a hand port onto {self.new}" if entry.patch.name in pending else None)
+            trailer = entry.reason if entry.reason and names_new.search(entry.reason) else None
+            reason = trailer or (f"awaits a hand port onto {self.new}" if entry.patch.name in pending else None)
             found.append((f"{self.old}:{entry.patch.name}", f"has no counterpart in {self.new}", reason))
         for entry in self.only_new:
             found.append((f"{self.new}:{entry.patch.name}", f"has no counterpart in {self.old}", entry.reason))
         for a, b, level in self.pairs:
             if level == DIFFERS:
-                reason = b.reason or a.reason
+                reason = b.reason
                 found.append((f"{self.new}:{b.patch.name}", f"differs from {self.old}:{a.patch.name}", reason))
         return found
 
