@@ -90,7 +90,10 @@ def main(argv=None) -> int:
     import logging
 
     logging.disable(logging.WARNING)
-    print("| B | tokens | TP | CP | fp8 | bucket | routed rows | padding rows | before (no mask) | unmarked padding (mask) |")
+    print(
+        "| B | tokens | TP | CP | fp8 | bucket | routed rows | padding rows | before (no mask) "
+        "| unmarked padding (mask) |"
+    )
     print("| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for batch_size in args.batch_sizes:
         lengths = generated_lengths(batch_size, args.seed)
