@@ -15,8 +15,9 @@ For every row (TP, CP, fp8, pad_to_length_bucket) the batch is packed on each CP
 forward packs it (zigzag CP layout). `routed` is the number of packed rows summed over the CP ranks,
 i.e. the tokens the router counts without a mask (sequence parallelism splits them over TP ranks, the
 aux loss sums them back); `padding` the rows that hold no token of the batch. `before` is padding /
-routed; `after` is the share of the rows the router still counts with the mask (rows not marked) that
-are padding, measured by comparing the mask with the packed buffer.
+routed; `unmarked padding` is the share of the rows the mask leaves unmarked (the rows the router still counts
+with the mask) that are padding, measured by comparing the mask with the packed buffer. The mask changes the
+router's statistics only: every packed row is still dispatched to the experts.
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ def main(argv=None) -> int:
     import logging
 
     logging.disable(logging.WARNING)
-    print("| B | tokens | TP | CP | fp8 | bucket | routed rows | padding rows | before (no mask) | after (mask) |")
+    print(
+        "| B | tokens | TP | CP | fp8 | bucket | routed rows | padding rows | before (no mask) "
+        "| unmarked padding (mask) |"
+    )
     print("| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for batch_size in args.batch_sizes:
         lengths = generated_lengths(batch_size, args.seed)
