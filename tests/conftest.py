@@ -212,12 +212,17 @@ def tree_id_of(archive: Path, tmp: Path) -> str:
     with tarfile.open(archive) as tar:
         tar.extractall(work, filter="tar")
     (top,) = list(work.iterdir())
+    return git_tree_id(top)
+
+
+def git_tree_id(folder: Path) -> str:
+    """The git tree id of a folder's files (all of them, `add -A -f`), without end-of-line conversion."""
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "-C", str(top), "init", "-q"], check=True, env=env)
-    (top / ".git" / "info" / "attributes").write_text("* -text\n")
-    subprocess.run(["git", "-C", str(top), "add", "-A", "-f"], check=True, env=env)
+    subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True, env=env)
+    (folder / ".git" / "info" / "attributes").write_text("* -text\n")
+    subprocess.run(["git", "-C", str(folder), "add", "-A", "-f"], check=True, env=env)
     return subprocess.run(
-        ["git", "-C", str(top), "write-tree"], check=True, env=env, capture_output=True, text=True
+        ["git", "-C", str(folder), "write-tree"], check=True, env=env, capture_output=True, text=True
     ).stdout.strip()
 
 

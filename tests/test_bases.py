@@ -3,7 +3,6 @@ over another base's tag archive, the comparison between queues and `rebase --ont
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tarfile
@@ -11,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import FAKE_COMMIT, make_archive, make_sdist, sha256, tree_id_of
+from conftest import FAKE_COMMIT, git_tree_id, make_archive, make_sdist, sha256, tree_id_of
 from test_lifecycle import BUGGY, CPU_TEST, FIXED, GPU_TEST, UPSTREAM_OWN_FIX, message
 
 from verl_patches.errors import ConfigError
@@ -49,13 +48,7 @@ def overlay_tree_id(archive: Path, sdist: Path, tmp: Path, leave_out=("PKG-INFO"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(tar.extractfile(member).read())
                 target.chmod(0o755 if member.mode & 0o111 else 0o644)
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "-C", str(work), "init", "-q"], check=True, env=env)
-    (work / ".git" / "info" / "attributes").write_text("* -text\n")
-    subprocess.run(["git", "-C", str(work), "add", "-A", "-f"], check=True, env=env)
-    return subprocess.run(
-        ["git", "-C", str(work), "write-tree"], check=True, env=env, capture_output=True, text=True
-    ).stdout.strip()
+    return git_tree_id(work)
 
 
 def tree_of(checkout, version: str) -> Path:
