@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -178,6 +179,19 @@ def test_range_diff_between_two_refs(lifecycle, capsys):
     assert lifecycle.cli("range-diff", "HEAD") == 0
     out = capsys.readouterr().out
     assert "1:" in out and "! 1:" in out and "clamp negative values v2" in out
+
+
+def test_range_diff_against_a_ref_whose_queue_is_empty_lists_the_added_patches(lifecycle, capsys):
+    project = ["git", "-C", str(lifecycle.root)]
+    subprocess.run([*project, "init", "-q"], check=True)
+    subprocess.run([*project, "add", "-A"], check=True)
+    subprocess.run([*project, "commit", "-qm", "v1"], check=True)
+    add_clamp_fix(lifecycle)
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert re.search(r"^-:  ------- > 1:  [0-9a-f]{7} \[megatron\] fix: clamp negative values$", out, re.M), out
 
 
 def test_rebase_without_a_pin_records_the_downloaded_hash(lifecycle, tmp_path, capsys):

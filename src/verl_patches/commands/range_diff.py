@@ -67,8 +67,25 @@ def main(argv: list[str] | None = None) -> int:
         new = materialise(project, args.new, Path(tmp) / "new")
         old_base, old_head = applied_range(project, old, main_tree)
         new_base, new_head = applied_range(project, new, main_tree)
+    if old_base == old_head or new_base == new_head:  # git range-diff takes no empty range
+        sys.stdout.write(one_sided(main_tree.git, old_base, old_head, new_base, new_head))
+        return 0
     proc = main_tree.git.run(
         "range-diff", "--no-color", f"{old_base}..{old_head}", f"{new_base}..{new_head}", check=True
     )
     sys.stdout.write(proc.stdout.decode(errors="replace"))
     return 0
+
+
+def one_sided(git: Git, old_base: str, old_head: str, new_base: str, new_head: str) -> str:
+    """range-diff's listing when one side has no patches: every patch of the other side, removed or added."""
+    lines = []
+    for side, (base, head) in (("old", (old_base, old_head)), ("new", (new_base, new_head))):
+        log = git.out("log", "--reverse", "--format=%h %s", "--abbrev=7", f"{base}..{head}")
+        for number, entry in enumerate(log.splitlines(), 1):
+            short, subject = entry.split(" ", 1)
+            if side == "old":
+                lines.append(f"{number}:  {short} < -:  ------- {subject}")
+            else:
+                lines.append(f"-:  ------- > {number}:  {short} {subject}")
+    return "".join(line + "\n" for line in lines)
