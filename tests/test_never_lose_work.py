@@ -96,11 +96,17 @@ def test_force_during_rebase_keeps_the_amended_commit_and_uncommitted_edits(chec
 
 
 # -- 4: patches/ changed since apply ---------------------------------------------------------------------------
-def test_patches_changed_since_apply_is_stale_not_work_and_export_refuses(checkout, capsys):
-    names = three_patches(checkout)
-    path = checkout.root / "patches" / names[0]
+def pull_an_edit(checkout, name: str) -> tuple[Path, bytes]:
+    """Change a patch file's message as a `git pull` would; returns the file and its new bytes."""
+    path = checkout.root / "patches" / name
     pulled = path.read_bytes().replace(b"Problem: build_mask returned", b"Problem: (pulled) build_mask returned")
     path.write_bytes(pulled)
+    return path, pulled
+
+
+def test_patches_changed_since_apply_is_stale_not_work_and_export_refuses(checkout, capsys):
+    names = three_patches(checkout)
+    path, pulled = pull_an_edit(checkout, names[0])
     capsys.readouterr()
     assert checkout.cli("status") == 3
     out = capsys.readouterr().out
@@ -120,9 +126,7 @@ def test_patches_changed_since_apply_is_stale_not_work_and_export_refuses(checko
 def test_both_sides_changed_is_reported_and_neither_side_is_overwritten(checkout, capsys):
     names = three_patches(checkout)
     checkout.commit_in_tree("verl/new.py", "NEW = 1\n", message("[megatron] fix: tree work"))
-    path = checkout.root / "patches" / names[0]
-    pulled = path.read_bytes().replace(b"Problem: build_mask returned", b"Problem: (pulled) build_mask returned")
-    path.write_bytes(pulled)
+    path, pulled = pull_an_edit(checkout, names[0])
     capsys.readouterr()
     assert checkout.cli("status") == 1
     out = capsys.readouterr().out
