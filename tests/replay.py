@@ -1,16 +1,19 @@
 """Replay a GitHub Actions workflow's `run:` steps on this machine, in order, in a fresh copy of the project.
 
 Only what the project's workflows use is supported: `${{ }}` expressions of the forms `inputs.X`, `vars.X`,
-`runner.temp`, `github.workspace`, `matrix.X` (one run per combination: matrix_runs) and `'literal'`, joined by
-`||`, in `env:` values (never in `run:`); `uses:` steps of the actions in ACTIONS, which the replay stands in for
-(the copy is the checkout, this interpreter the Python); `working-directory`; `$GITHUB_ENV`. Job and step `if:`
-conditions are not evaluated: every step runs until one fails.
+`runner.temp`, `github.workspace` (not in a job with a `container:`, where they name the host's paths),
+`matrix.X` (one run per combination: matrix_runs) and `'literal'`, joined by `||`, in `env:` values (never in
+`run:`); `uses:` steps of the actions in ACTIONS, which the replay stands in for (the copy is the checkout, this
+interpreter the Python); `working-directory`; `$GITHUB_ENV`; step `if:` conditions (conditions.py), with
+`steps.<id>.outcome`. Job `if:` conditions are not evaluated. Steps whose names start as one in Replay.failing are
+made to fail without running, to see which steps run after a failure.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -18,9 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from conditions import evaluate
 
 ACTIONS = ("actions/checkout", "actions/setup-python", "actions/upload-artifact")
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+# Expressions that expand to a path of the runner host; inside a container job the step sees other paths.
+_HOST_PATHS = {("runner", "temp"), ("github", "workspace")}
 # Variables of the outer process that must not leak into the replayed steps.
 _DROP = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "VERL_PATCHES_BUILD_DIR", "VERL_PATCHES_PYTHON", "VIRTUAL_ENV")
 
@@ -33,8 +39,12 @@ class ReplayError(Exception):
 class StepResult:
     job: str
     name: str
-    returncode: int
+    returncode: int | None  # None: skipped by its if: condition
     output: str
+
+    @property
+    def outcome(self) -> str:
+        return "skipped" if self.returncode is None else "success" if self.returncode == 0 else "failure"
 
 
 @dataclass
@@ -46,6 +56,8 @@ class Replay:
     env: dict[str, str] = field(default_factory=dict)
     # workflow_dispatch inputs given to the run (the others take their defaults)
     given: dict[str, str] = field(default_factory=dict)
+    # starts of the names of run: steps that fail without running (a red test step stands in)
+    failing: set[str] = field(default_factory=set)
 
     def load(self) -> dict:
         data = yaml.safe_load(self.workflow.read_text(encoding="utf-8"))
@@ -72,6 +84,11 @@ class Replay:
                     scope, _, name = alternative.partition(".")
                     if scope not in context or not name:
                         raise ReplayError(f"{where}: unsupported expression {match.group(0)}")
+                    if name not in context[scope] and (scope, name) in _HOST_PATHS:
+                        raise ReplayError(
+                            f"{where}: {match.group(0)} names the runner host's path, not the container's; "
+                            "use the environment variable in the step's script"
+                        )
                     result = context[scope].get(name, "")
                 if result:
                     return result
@@ -80,13 +97,7 @@ class Replay:
         return _EXPR.sub(one, str(value))
 
     def run_job(self, name: str, job: dict, data: dict, matrix: dict[str, str] | None = None) -> list[StepResult]:
-        context = {
-            "matrix": dict(matrix or {}),
-            "inputs": self.inputs(data),
-            "vars": self.vars,
-            "runner": {"temp": str(self.temp)},
-            "github": {"workspace": str(self.workspace)},
-        }
+        context = self.context(job, data, matrix)
         env = {k: v for k, v in os.environ.items() if k not in _DROP}
         github_env = self.temp / f"{name}.env"
         github_env.write_text("")
@@ -104,6 +115,7 @@ class Replay:
             for key, value in (values or {}).items():
                 env[key] = self.expand(value, context, f"{level} env {key}")
         results = []
+        outcomes: dict[str, dict[str, str]] = {}  # steps.<id>.outcome / .conclusion
         for i, step in enumerate(job.get("steps", [])):
             label = step.get("name") or step.get("uses") or f"step {i + 1}"
             if "uses" in step:
@@ -114,25 +126,53 @@ class Replay:
             script = step["run"]
             if _EXPR.search(script):
                 raise ReplayError(f"job {name}, {label}: pass expressions through env:, not inside run:")
-            step_env = dict(env)
-            for key, value in (step.get("env") or {}).items():
-                step_env[key] = self.expand(value, context, f"{label} env {key}")
-            for line in github_env.read_text().splitlines():
-                key, sep, value = line.partition("=")
-                if sep:
-                    step_env[key] = env[key] = value
-            cwd = self.workspace / self.expand(step.get("working-directory", "."), context, label)
-            proc = subprocess.run(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-                cwd=cwd,
-                env=step_env,
-                capture_output=True,
-                text=True,
-            )
-            results.append(StepResult(name, label, proc.returncode, proc.stdout + proc.stderr))
-            if proc.returncode != 0:
-                break
+            failed = any(r.returncode for r in results)
+            if not evaluate(str(step.get("if", "")), failed, {"steps": outcomes}, f"job {name}, {label}"):
+                result = StepResult(name, label, None, "skipped by its if: condition")
+            elif any(label.startswith(prefix) for prefix in self.failing):
+                result = StepResult(name, label, 1, "made to fail by the replay")
+            else:
+                result = self.run_step(name, label, step, env, context, github_env)
+            results.append(result)
+            if "id" in step:
+                outcomes[step["id"]] = dict.fromkeys(("outcome", "conclusion"), result.outcome)
         return results
+
+    def run_step(self, job: str, label: str, step: dict, env: dict, context: dict, github_env: Path) -> StepResult:
+        step_env = dict(env)
+        for key, value in (step.get("env") or {}).items():
+            step_env[key] = self.expand(value, context, f"{label} env {key}")
+        for line in github_env.read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                step_env[key] = env[key] = value
+        cwd = self.workspace / self.expand(step.get("working-directory", "."), context, label)
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=cwd,
+            env=step_env,
+            capture_output=True,
+            text=True,
+        )
+        return StepResult(job, label, proc.returncode, proc.stdout + proc.stderr)
+
+    def context(self, job: dict, data: dict, matrix: dict[str, str] | None) -> dict[str, dict[str, str]]:
+        """The expression contexts of one job run; a container job has no host paths in them."""
+        host = "container" not in job
+        return {
+            "matrix": dict(matrix or {}),
+            "inputs": self.inputs(data),
+            "vars": self.vars,
+            "runner": {"temp": str(self.temp)} if host else {},
+            "github": {"workspace": str(self.workspace)} if host else {},
+        }
+
+    def container_options(self, name: str, job: dict, data: dict, matrix: dict[str, str] | None = None) -> list[str]:
+        """The job container's `options:` as docker receives them (expressions expanded, split as a shell
+        would); empty for a job without a container."""
+        container = job.get("container") or {}
+        options = self.expand(container.get("options", ""), self.context(job, data, matrix), f"job {name} options")
+        return shlex.split(options)
 
 
 def matrix_runs(job: dict) -> list[dict[str, str]]:

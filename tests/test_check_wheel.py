@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import zipfile
 
@@ -67,7 +68,12 @@ def test_table_lists_subject_status_and_tests(checkout, capsys):
     assert checkout.cli("table") == 0
     out = capsys.readouterr().out
     assert "[megatron] fix: build boolean masks in build_mask" in out
-    assert "Pending" in out and "test_util_on_cpu.py" in out and "1 code, 2 test" in out
+    header, _, row = (re.split(r"  +", line) for line in out.splitlines()[1:4])
+    assert header[2:6] == ["forwarded", "applied upstream", "code lines", "test lines"]
+    test_lines = 2 + len(GPU_TEST.splitlines())  # both test files are new
+    assert row[2:6] == ["no", "-", "2", str(test_lines)]  # util.py: one line removed, one added
+    assert "test_util_on_cpu.py" in out
+    assert f"changed lines: 2 in verl/, {test_lines} in tests/ ({test_lines / 2:.1f} test lines per code line)" in out
 
 
 def test_wheel_is_reproducible_with_local_version(checkout, tmp_path):

@@ -1,20 +1,29 @@
 """Fault injection: `apply`, `export` and `apply --force` are interrupted by SIGINT, SIGTERM or SIGKILL
 (to the whole process group, as a terminal's Ctrl-C does) after a random delay; re-running the same
 command must then succeed without manual steps, and no committed, exported or backed-up work may be lost.
+The queue writer is stopped at each of its steps, and a check is killed inside its scratch work tree.
 
-Deterministic seed; bounded count and time. The figures appear in pytest's terminal summary."""
+Deterministic seed; bounded count and time. The figures appear in pytest's terminal summary, with the count
+of every test marked `attack` (tests/test_*.py) tried and survived."""
 
 from __future__ import annotations
 
 import collections
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
-from conftest import GOOD_MESSAGE, Checkout
+import pytest
+from conftest import Checkout, Interrupted, message, stop_after
+
+from verl_patches import new_queue
+from verl_patches.layout import Project
+from verl_patches.model.upstream import Upstream
 
 SEED = 20261130
 ATTEMPTS = 30
@@ -38,9 +47,7 @@ def run(checkout: Checkout, *op: str) -> subprocess.CompletedProcess:
 
 
 def commit_marker(checkout: Checkout, marker: str) -> None:
-    subject = f"[megatron] fix: add {marker}"
-    message = GOOD_MESSAGE.replace("[megatron] fix: build boolean masks in build_mask", subject)
-    checkout.commit_in_tree(f"verl/{marker}.py", f'MARKER = "{marker}"\n', message)
+    checkout.commit_in_tree(f"verl/{marker}.py", f'MARKER = "{marker}"\n', message(f"[megatron] fix: add {marker}"))
 
 
 def markers_found(checkout: Checkout, markers: set[str]) -> set[str]:
@@ -67,6 +74,7 @@ def bad_bundles(checkout: Checkout) -> list[str]:
     return bad
 
 
+@pytest.mark.attack
 def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
     rng = random.Random(SEED)
     assert checkout.cli("apply") == 0
@@ -154,3 +162,78 @@ def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
     assert not failures, "\n".join(failures)
     assert lost_total == 0
     assert injected >= MIN_INJECTED, f"only {injected} interrupts landed while a command ran"
+
+
+# -- the queue writer, killed at each of its steps ---------------------------------------------------------------
+@pytest.mark.attack
+def test_the_queue_writer_leaves_a_whole_queue_at_every_step(checkout, monkeypatch, fault_figures):
+    assert checkout.cli("apply") == 0
+    for n in range(3):
+        commit_marker(checkout, f"queued-{n}")
+    assert checkout.cli("export") == 0
+    project = Project(checkout.root)
+    old = {p.name: p.read_bytes() for p in project.patches_dir.iterdir()}
+    names = project.load_series().names
+    new = {name: data for name, data in old.items() if name != names[0]}  # one patch dropped,
+    new[names[1]] = old[names[1]].replace(b"MARKER", b"CHANGED_MARKER")  # one changed,
+    new["zz-added.patch"], new["series"] = old[names[0]], old["series"].replace(names[0].encode(), b"zz-added.patch")
+    upstream = Upstream(name="verl", version="2.0.0")
+    steps, whole = 0, 0
+    for stop in range(100):
+        for path in project.patches_dir.iterdir():
+            path.unlink()
+        for name, data in old.items():
+            (project.patches_dir / name).write_bytes(data)
+        wrap = stop_after(stop)
+        with monkeypatch.context() as patch:
+            for module, name in ((os, "replace"), (os, "unlink"), (os, "rename"), (shutil, "rmtree")):
+                patch.setattr(module, name, wrap(getattr(module, name)))
+            try:
+                new_queue.write(project, upstream, "patches", new, declare=False, force=True, log=lambda _: None)
+                finished = True
+            except Interrupted:
+                finished = False
+        steps += 1
+        files = {p.name: p.read_bytes() for p in project.patches_dir.iterdir() if not p.name.startswith(".")}
+        listed = project.load_series().names
+        if all(files.get(name) in (old.get(name), new.get(name)) for name in listed) and project.load_patches():
+            whole += 1
+        if finished:
+            assert files == new
+            break
+    fault_figures.append(
+        f"queue writer (rebase --write --force): stopped at each of {steps} steps, whole queue {whole}"
+    )
+    assert whole == steps
+
+
+# -- a killed check leaves a scratch work tree; the next command removes it ----------------------------------------
+KILL_IN_SCRATCH = """#!/bin/sh
+case "$*" in *verl-patches-scratch-*" am "*) kill -KILL "$PPID"; exit 1 ;; esac
+exec "$REAL_GIT" "$@"
+"""
+
+
+@pytest.mark.attack
+def test_what_a_killed_check_leaves_is_removed_by_the_next_command(checkout, tmp_path, monkeypatch, fault_figures):
+    assert checkout.cli("apply") == 0
+    commit_marker(checkout, "checked")
+    assert checkout.cli("export") == 0
+    shim, tmp = tmp_path / "shim", tmp_path / "tmp"
+    for folder in (shim, tmp):
+        folder.mkdir()
+    (shim / "git").write_text(KILL_IN_SCRATCH)
+    (shim / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}", "REAL_GIT": shutil.which("git"), "TMPDIR": str(tmp)}
+    proc = subprocess.run(argv(checkout, ("check", "--no-upstream-checks")), env=env, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL
+    left = [p.name for p in tmp.iterdir()]
+    registered = checkout.user_git("worktree", "list", "--porcelain").count("worktree ")
+    assert left and registered == 2  # what the kill left
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    assert checkout.cli("status") == 0
+    assert list(tmp.iterdir()) == []
+    assert checkout.user_git("worktree", "list", "--porcelain").count("worktree ") == 1
+    fault_figures.append(
+        f"killed check: left {len(left)} temporary folder(s) and a scratch work tree; status removed them"
+    )

@@ -18,8 +18,8 @@ CPU_TEST = (
 GPU_TEST = "import pytest\n\npytest.skip('needs CUDA', allow_module_level=True)\n"
 
 
-def message(subject: str, status: str = "Pending", extra: str = "") -> str:
-    return f"{subject}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: {status}\n{extra}"
+def message(subject: str, trailers: str = "Forwarded: no", extra: str = "") -> str:
+    return f"{subject}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\n{trailers}\n{extra}"
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def commit_files(checkout, files: dict[str, str], msg: str) -> None:
     checkout.user_git("commit", "-q", "-F", "-", input=msg)
 
 
-def add_clamp_fix(checkout, status="Backport verl-project/verl#1"):
+def add_clamp_fix(checkout, trailers="Forwarded: no\nBug: https://github.com/verl-project/verl/issues/1"):
     commit_files(
         checkout,
         {
@@ -48,7 +48,7 @@ def add_clamp_fix(checkout, status="Backport verl-project/verl#1"):
             "tests/models/test_clamp_on_cpu.py": CPU_TEST,
             "tests/models/test_clamp_on_gpu.py": GPU_TEST,
         },
-        message("[megatron] fix: clamp negative values", status),
+        message("[megatron] fix: clamp negative values", trailers),
     )
 
 
@@ -143,7 +143,10 @@ def test_rebase_classifies_and_carries_tests_of_fixes_made_upstream(lifecycle, t
     names = [n for n in lifecycle.patches() if n != "series"]
     assert names == ["megatron-test-clamp-negative-values.patch", "misc-feat-add-notes.patch"]
     carried = (lifecycle.root / "patches" / names[0]).read_text()
-    assert "Upstream-Status: Fixed-in 1.1.0 verl-project/verl#1" in carried
+    trailers = carried.split("which pass on that release and guard the fix.\n\n", 1)[1].split("\n---\n", 1)[0]
+    assert trailers.splitlines()[:3] == [
+        "Forwarded: no", "Bug: https://github.com/verl-project/verl/issues/1", "Applied-Upstream: 1.1.0"
+    ]  # fmt: skip
     assert "verl/models/clamp.py" not in carried and "tests/models/test_clamp_on_cpu.py" in carried
     # The rewritten series is a valid, applying series on the new base.
     assert lifecycle.cli("apply", "--force") == 0

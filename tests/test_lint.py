@@ -9,7 +9,8 @@ from verl_patches.lint import lint_patch, lint_series
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 
-BODY = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\n"
+BODY_TEXT = "Problem: p.\n\nFix: f.\n\nTests: t.\n\n"
+BODY = f"{BODY_TEXT}Forwarded: no\n"
 BOTH_TESTS = ("verl/a.py", "tests/models/test_a_on_cpu.py", "tests/models/test_a_on_gpu.py")
 
 
@@ -45,20 +46,56 @@ def test_subject_form_passes(subject):
 
 
 def test_body_needs_problem_fix_tests():
-    assert "body" in rules(body="Problem: p.\n\nTests: t.\n\nUpstream-Status: Pending\n")
+    assert "body" in rules(body="Problem: p.\n\nTests: t.\n\nForwarded: no\n")
     assert "body" not in rules(body=BODY)
 
 
+PR = "https://github.com/verl-project/verl/pull/7372"
+BACKPORT = "[megatron] fix: x (backport of verl#7372)"
+
+
 @pytest.mark.parametrize(
-    "trailers", ["", "Upstream-Status: Maybe\n", "Upstream-Status: Pending\nUpstream-Status: Pending\n"]
+    ("subject", "trailers", "rule"),
+    [
+        ("[megatron] fix: x", "", "forwarded"),
+        ("[megatron] fix: x", "Forwarded: Pending\n", "forwarded"),
+        ("[megatron] fix: x", "Forwarded: no\nForwarded: no\n", "forwarded"),
+        ("[megatron] fix: x", "Forwarded: https://github.com/verl-project/verl/issues/3\n", "forwarded"),
+        ("[megatron] fix: x", "Forwarded: no\nUpstream-Status: Pending\n", "upstream-status"),
+        (BACKPORT, "Forwarded: not-needed\n", "origin"),  # the subject says backport, no Origin
+        (BACKPORT, f"Forwarded: not-needed\nOrigin: backport, {PR[:-4]}7702\n", "origin"),  # another PR
+        (BACKPORT, f"Forwarded: no\nOrigin: backport, {PR}\n", "origin"),  # a backport is not forwarded
+        (BACKPORT, f"Forwarded: not-needed\nOrigin: upstream, {PR}\n", "origin"),
+        ("[megatron] fix: x", f"Forwarded: not-needed\nOrigin: backport, {PR}\n", "origin"),  # subject silent
+        ("[megatron] fix: x", "Forwarded: no\nApplied-Upstream: soon\n", "applied-upstream"),
+        ("[megatron] fix: x", "Forwarded: no\nApplied-Upstream: 0.9.1\nApplied-Upstream: 0.9.2\n", "applied-upstream"),
+        ("[megatron] fix: x", "Forwarded: no\nBug: #7372\n", "bug"),
+    ],
+)  # fmt: skip
+def test_upstream_trailers_fail(subject, trailers, rule):
+    found = lint_patch(Patch.parse("p.patch", mbox(subject=subject, body=f"{BODY_TEXT}{trailers}", files=BOTH_TESTS)))
+    assert rule in {f.rule for f in found}, found
+
+
+@pytest.mark.parametrize(
+    ("subject", "trailers"),
+    [
+        ("[megatron] fix: x", "Forwarded: no\n"),
+        ("[megatron] fix: x", "Forwarded: not-needed\n"),
+        ("[megatron] fix: x", f"Forwarded: {PR}\nBug: https://github.com/verl-project/verl/issues/1\nBug: {PR}\n"),
+        ("[megatron] fix: x", f"Forwarded: {PR}\nApplied-Upstream: 0.9.2, {PR}\n"),
+        (BACKPORT, f"Origin: backport, {PR}\nForwarded: not-needed\nApplied-Upstream: 0.9.1\n"),
+        (BACKPORT, f"Origin: backport, {PR}\nForwarded: not-needed\nApplied-Upstream: {PR}\n"),
+    ],
 )
-def test_upstream_status_fails(trailers):
-    assert "upstream-status" in rules(body=f"Problem: p.\n\nFix: f.\n\nTests: t.\n\n{trailers}")
+def test_upstream_trailers_pass(subject, trailers):
+    assert rules(subject=subject, body=f"{BODY_TEXT}{trailers}") == set()
 
 
-def test_upstream_status_passes():
-    body = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Backport verl-project/verl#7372\n"
-    assert "upstream-status" not in rules(body=body)
+def test_the_retired_trailer_says_what_replaces_it():
+    patch = Patch.parse("p.patch", mbox(body=f"{BODY}Upstream-Status: Backport x/y#1\n", files=BOTH_TESTS))
+    (finding,) = lint_patch(patch)
+    assert "Origin: backport, <PR URL>" in finding.todo and "Forwarded: not-needed" in finding.todo
 
 
 @pytest.mark.parametrize(
@@ -69,14 +106,21 @@ def test_code_change_needs_cpu_and_gpu_tests(files):
     assert "tests" in rules(files=files)
 
 
+@pytest.mark.parametrize("lines, found", [(250, False), (251, True)])
+def test_a_new_test_file_stays_under_250_lines(lines, found):
+    patch = Patch.parse("p.patch", mbox(files=BOTH_TESTS))
+    patch.changed_lines["tests/models/test_a_on_cpu.py"] = lines
+    assert ("test-size" in {f.rule for f in lint_patch(patch)}) == found
+
+
 def test_tests_rule_ignores_patches_without_code():
-    body = BODY.replace("Upstream-Status: Pending", "Upstream-Status: Pending\nProve-Exempt: tests only")
+    body = BODY.replace("Forwarded: no", "Forwarded: no\nProve-Exempt: tests only")
     assert "tests" not in rules(files=("tests/models/test_a_on_cpu.py",), body=body)
 
 
 def test_exemption_required_without_code_and_refused_on_fixes():
     assert "prove-exempt" in rules(files=("examples/run.sh",))
-    exempt = BODY.replace("Upstream-Status: Pending", "Upstream-Status: Pending\nProve-Exempt: example script only")
+    exempt = BODY.replace("Forwarded: no", "Forwarded: no\nProve-Exempt: example script only")
     assert "prove-exempt" not in rules(files=("examples/run.sh",), body=exempt)
     assert "prove-exempt" in rules(body=exempt)  # a fix to verl/ cannot be exempt
     assert "prove-exempt" not in rules(subject="[megatron] refactor: x", body=exempt)

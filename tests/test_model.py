@@ -1,4 +1,4 @@
-"""The data model: series, patch parsing, upstream pin, status vocabulary."""
+"""The data model: series, patch parsing, upstream pin, the upstream trailers."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from verl_patches.errors import ConfigError
 from verl_patches.model.patch import Patch, parse_trailers
 from verl_patches.model.series import Series, slug, unique_names
-from verl_patches.model.status import UpstreamStatus
+from verl_patches.model.trailers import AppliedUpstream, Forwarded, GitHubRef, Origin
 from verl_patches.model.upstream import Upstream, local_version
 
-DEFAULT_BODY = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\n"
+DEFAULT_BODY = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\n"
 IDENT = "verl-patches <verl-patches@users.noreply.github.com>"
 
 
@@ -75,12 +75,24 @@ def test_patch_parse_reads_headers_trailers_and_files():
     patch = Patch.parse("p.patch", mbox(files=("verl/a.py", "tests/models/test_a_on_cpu.py")))
     assert patch.subject == "[megatron] fix: a thing"
     assert patch.author == "verl-patches <verl-patches@users.noreply.github.com>"
-    assert patch.trailers == [("Upstream-Status", "Pending")]
-    assert patch.upstream_status == UpstreamStatus("Pending", "Pending")
+    assert patch.trailers == [("Forwarded", "no")]
+    assert patch.forwarded == Forwarded("no") and patch.origin is None and patch.applied_upstream is None
     assert patch.code_files == ["verl/a.py"]
     assert patch.tests_matching("_on_cpu.py") == ["tests/models/test_a_on_cpu.py"]
     assert patch.added_files == ["verl/a.py", "tests/models/test_a_on_cpu.py"]
+    assert patch.changed_lines == {"verl/a.py": 1, "tests/models/test_a_on_cpu.py": 1}
+    assert patch.lines_under("verl/") == 1 and patch.lines_under("tests/") == 1
     assert not patch.separator_in_message
+
+
+def test_changed_lines_count_added_and_removed_lines_of_every_hunk():
+    diff = (
+        "diff --git a/verl/a.py b/verl/a.py\nindex 1111111..2222222 100644\n--- a/verl/a.py\n+++ b/verl/a.py\n"
+        "@@ -1,3 +1,3 @@\n keep\n-old\n+new\n keep\n@@ -10,1 +10,3 @@\n keep\n+added\n+--- not a header\n"
+    )
+    head = mbox(files=()).decode().rstrip("\n")
+    patch = Patch.parse("p.patch", f"{head}\n{diff}".encode())
+    assert patch.changed_lines == {"verl/a.py": 4}  # -old, +new, +added and +--- not a header
 
 
 def test_patch_parse_folded_subject():
@@ -103,24 +115,75 @@ def test_trailers_only_from_last_paragraph():
     assert parse_trailers("Body.\n\nA-B: one\n  continued\nC: two\n") == [("A-B", "one continued"), ("C", "two")]
 
 
+PR = "https://github.com/verl-project/verl/pull/7372"
+
+
 @pytest.mark.parametrize(
-    "value,kind",
+    ("value", "parsed"),
     [
-        ("Pending", "Pending"),
-        ("Backport verl-project/verl#7702", "Backport"),
-        ("Submitted https://github.com/verl-project/verl/pull/1", "Submitted"),
-        ("Fixed-in 0.9.1 verl-project/verl#7372", "Fixed-in"),
-        ("Fixed-in 0.9.1", "Fixed-in"),
-        ("Inappropriate [NPU-only example]", "Inappropriate"),
+        ("no", Forwarded("no")),
+        ("not-needed", Forwarded("not-needed")),
+        (PR, Forwarded(PR, GitHubRef(PR, "verl-project/verl", "pull", 7372))),
+        ("yes", None),
+        ("No", None),
+        ("https://github.com/verl-project/verl/issues/1", None),  # an issue is not what was sent
+        ("verl-project/verl#7372", None),
     ],
 )
-def test_status_vocabulary_accepts(value, kind):
-    assert UpstreamStatus.parse(value).kind == kind
+def test_forwarded_values(value, parsed):
+    assert Forwarded.parse(value) == parsed
 
 
-@pytest.mark.parametrize("value", ["pending", "Backport", "Backport #7702", "Inappropriate", "Submitted soon", "Done"])
-def test_status_vocabulary_rejects(value):
-    assert UpstreamStatus.parse(value) is None
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [(f"backport, {PR}", 7372), (f"backport,{PR}/", 7372), (f"upstream, {PR}", None), ("backport", None),
+     (f"backport, {PR.replace('pull', 'issues')}", None), ("backport, verl-project/verl#7372", None)],
+)  # fmt: skip
+def test_origin_is_a_backport_of_a_pull_request(value, number):
+    origin = Origin.parse(value)
+    assert (origin.pr.number if origin else None) == number
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("0.9.1", AppliedUpstream("0.9.1", None)),
+        (f"0.9.1, {PR}", AppliedUpstream("0.9.1", PR)),
+        ("https://github.com/verl-project/verl/commit/abc", AppliedUpstream(None, "https://github.com/verl-project/verl/commit/abc")),
+        ("soon", None),
+        ("0.9.1, #7372", None),
+        ("Fixed-in 0.9.1", None),
+    ],
+)  # fmt: skip
+def test_applied_upstream_values(value, parsed):
+    assert AppliedUpstream.parse(value) == parsed
+
+
+@pytest.mark.parametrize(
+    ("landed", "release", "has_it"),
+    [("0.9.1", "0.9.1", True), ("0.9.1", "0.10.0", True), ("0.9.2", "0.9.1", False), ("0.10.0", "0.9.10", False)],
+)
+def test_applied_upstream_compares_versions_not_strings(landed, release, has_it):
+    assert AppliedUpstream(landed, None).released_by(release) is has_it
+    assert not AppliedUpstream(None, PR).released_by(release)
+
+
+def test_github_refs_are_short_for_verl_and_long_elsewhere():
+    assert GitHubRef.parse(PR).short == "#7372"
+    assert GitHubRef.parse("https://github.com/NVIDIA/Megatron-LM/issues/5").short == "NVIDIA/Megatron-LM#5"
+    assert GitHubRef.parse("https://gitlab.com/a/b/pull/1") is None
+
+
+def test_patch_reads_its_upstream_trailers():
+    body = (
+        "Problem: p.\n\nFix: f.\n\nTests: t.\n\nBug: https://github.com/verl-project/verl/issues/9\n"
+        f"Origin: backport, {PR}\nForwarded: not-needed\nApplied-Upstream: 0.9.1, {PR}\nBug: not a url\n"
+    )
+    patch = Patch.parse("p.patch", mbox(subject="[megatron] fix: x (backport of verl#7372)", body=body))
+    assert patch.origin.pr.number == patch.backport_of == 7372
+    assert patch.forwarded == Forwarded("not-needed") and patch.applied_upstream == AppliedUpstream("0.9.1", PR)
+    assert [ref.number for ref in patch.bugs] == [9]
+    assert patch.message_without_trailers == "Problem: p.\n\nFix: f.\n\nTests: t."
 
 
 def test_upstream_from_mapping_validates():

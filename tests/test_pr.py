@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -11,10 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import make_sdist, sha256
 from test_lifecycle import BUGGY, add_clamp_fix
+from test_model import mbox
 
 from verl_patches.layout import Project
 from verl_patches.model.patch import Patch
 from verl_patches.model.pull_request import build, split_template, unwrap
+from verl_patches.source import MIRROR_ENV
 
 TEMPLATE = """\
 ### What does this PR do?
@@ -38,7 +41,11 @@ TEMPLATE = """\
 > Demonstrate the high-level design if this PR is complex, and list the specific changes.
 """
 
-ARCHIVE = Path(__file__).resolve().parents[1].parent / "shared" / "upstream" / "verl-0.9.0.tar.gz"
+# verl's v0.9.0 repository archive: in the offline mirror beside the project, or the one VERL_PATCHES_MIRROR names.
+MIRRORS = [Path(__file__).resolve().parents[1].parent / "shared" / "upstream", Path(os.environ.get(MIRROR_ENV) or "/-")]
+ARCHIVE = next((m / "verl-0.9.0.tar.gz" for m in MIRRORS if (m / "verl-0.9.0.tar.gz").is_file()), MIRRORS[0])
+PR_URL = "https://github.com/verl-project/verl/pull/7372"
+TRAILER_KEYS = ("Forwarded", "Origin", "Applied-Upstream", "Prove-Exempt", "Base-Specific", "Bug:", "prove records")
 UPSTREAM_FILES = (
     ".github/PULL_REQUEST_TEMPLATE.md",
     "tests/special_sanity/check_pr_title.py",
@@ -67,11 +74,11 @@ def test_pr_fills_the_template_from_the_message(with_template, capsys):
         "title: [megatron] fix: clamp negative values\nbranch: verl-patches/megatron-fix-clamp-negative-values\n"
     )
     what = out.split("### What does this PR do?\n\n", 1)[1].split("\n### ", 1)[0]
-    assert what.strip() == "p."
+    assert what.strip() == "p.\n\nRelated: issue #1."  # from its Bug trailer
     design = out.split("### Design & Code Changes\n\n", 1)[1]
     assert design.startswith("f.\n\nFiles changed:\n\n- `tests/models/test_clamp_on_cpu.py` (new)\n")
     assert "- `verl/models/clamp.py`\n" in design
-    assert "Upstream-Status" not in out
+    assert not [key for key in TRAILER_KEYS if key in out]
     assert "> Demonstrate how the API changes if any." in out  # left for the author, and said so
     assert "API and Usage Example" in err and "has not recorded" in err
 
@@ -90,7 +97,7 @@ def test_pr_shows_the_failures_prove_recorded_for_this_version_only(with_templat
         "-q",
         "--amend",
         "-m",
-        "[megatron] fix: clamp negative values\n\nProblem: q.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\n",
+        "[megatron] fix: clamp negative values\n\nProblem: q.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\n",
     )
     assert with_template.cli("export") == 0
     capsys.readouterr()
@@ -124,6 +131,23 @@ def test_split_template_keeps_every_section_in_order():
     assert [(s.heading, s.title, s.text) for s in sections] == [("## A", "A", "\none"), ("### B", "B", "two")]
 
 
+SAMPLES = [
+    (
+        "backport",
+        (
+            "[megatron] fix: build the mask (backport of verl#7372)",
+            "Problem: p, with a warning (prove records each).\n\nFix: f.\n\nTests: t.\n\n"
+            f"Origin: backport, {PR_URL}\nApplied-Upstream: 0.9.1, {PR_URL}\nForwarded: not-needed\n"
+            "Bug: https://github.com/verl-project/verl/issues/9\nBase-Specific: why\n",
+        ),
+    ),
+    (
+        "exempt",
+        ("[ci] chore: c", "Problem: p.\n\nFix: f.\n\nTests: t.\n\nProve-Exempt: only a list of names\nForwarded: no\n"),
+    ),
+]
+
+
 @pytest.mark.skipif(not ARCHIVE.is_file(), reason="verl's v0.9.0 repository archive is not beside the project")
 def test_every_patch_passes_verls_own_pr_checks(tmp_path):
     """The series' PRs against verl's own check_pr_title.py and check_pr_description.py (sanity.yml)."""
@@ -144,16 +168,39 @@ def test_every_patch_passes_verls_own_pr_checks(tmp_path):
     # The checks can fail: the bare template and a free-form title are refused.
     assert check(UPSTREAM_FILES[2], "[megatron] fix: x", template).returncode != 0
     assert check(UPSTREAM_FILES[1], "fix the mask", template).returncode != 0
-    patches = project.load_patches()
-    assert patches
+    queues = [project.for_base(base.version).load_patches() for base in project.bases()]
+    patches = [patch for queue in queues for patch in queue] + [Patch.parse(f"{n}.patch", mbox(*m)) for n, m in SAMPLES]
+    assert all(queues)
     for patch in patches:
         pr = build(patch, template, failures=None)
         assert check(UPSTREAM_FILES[1], pr.title, pr.body).returncode == 0, patch.name
         assert check(UPSTREAM_FILES[2], pr.title, pr.body).returncode == 0, patch.name
-        assert isinstance(Patch.parse(patch.name, project.patch_path(patch.name).read_bytes()), Patch)
+        assert not [key for key in TRAILER_KEYS if key in pr.body], patch.name
+        assert patch.exemption is None or patch.exemption not in pr.body, patch.name
+        what = pr.body.split("### What does this PR do?", 1)[1].split("\n### ", 1)[0]
+        assert all(ref.short in what for ref in patch.bugs), patch.name
 
 
 def test_unwrap_joins_wrapped_prose_but_keeps_lists_and_code_blocks():
     text = "Repro, wrapped\nover two lines:\n```python\nx = f(1)\ny = g(x)\n```\n- a list item\n- another"
     expected = "Repro, wrapped over two lines:\n```python\nx = f(1)\ny = g(x)\n```\n- a list item\n- another"
     assert unwrap(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("trailers", "status", "note"),
+    [
+        (f"Origin: backport, {PR_URL}\nForwarded: not-needed", 3, f"a backport of verl-project/verl#7372 ({PR_URL})"),
+        ("Forwarded: not-needed", 3, "is 'Forwarded: not-needed': it is not meant to be sent upstream"),
+        (f"Forwarded: {PR_URL}", 0, f"was already sent upstream as {PR_URL}"),
+    ],
+)
+def test_pr_says_when_a_patch_is_not_to_be_sent(with_template, trailers, status, note, capsys):
+    subject = "[megatron] fix: clamp negative values" + (" (backport of verl#7372)" if "Origin" in trailers else "")
+    message = f"{subject}\n\nProblem: q (prove records each).\n\nFix: f.\n\nTests: t.\n\n{trailers}\n"
+    with_template.user_git("commit", "-q", "--amend", "-m", message)
+    assert with_template.cli("export") == 0
+    capsys.readouterr()
+    assert with_template.cli("pr", "1") == status
+    out, err = capsys.readouterr()
+    assert note in err and "### What does this PR do?\n\nq.\n" in out

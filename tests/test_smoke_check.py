@@ -1,8 +1,11 @@
-"""The NPU smoke run's metric checker on recorded good and bad logs (tests/data/smoke), with the project's
-thresholds (ci/smoke-thresholds.toml)."""
+"""The NPU smoke run's metric check (smoke_check.py) with the project's thresholds (ci/smoke-thresholds.toml), on
+synthetic logs in the formats of verl's console and file loggers (tests/data/smoke; none is recorded from a run):
+one test per kind of failure it exists for."""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,82 +15,108 @@ from verl_patches.smoke_check import load_thresholds, main, parse_log
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "smoke"
 THRESHOLDS = ROOT / "ci" / "smoke-thresholds.toml"
+GOOD_CONSOLE = DATA / "synthetic-good-console.log"
+GOOD_FILE = DATA / "synthetic-good-file.jsonl"
+PROBS_GAP = "training/rollout_probs_diff_mean"
 
 
-def check(*logs: str) -> int:
-    return main(["--thresholds", str(THRESHOLDS), *(str(DATA / log) for log in logs)])
+def check(*args: str | Path) -> int:
+    return main(["--thresholds", str(THRESHOLDS), *map(str, args)])
 
 
-def test_console_lines_with_ray_prefixes_and_numpy_values_are_parsed():
-    metrics = parse_log((DATA / "good-console.log").read_text())
-    assert sorted(metrics) == [1, 2]
-    assert metrics[1]["actor/pg_loss"] == -0.0031
-    assert metrics[2]["actor/grad_norm"] == 0.3906
-    assert metrics[1]["actor/lr"] == 1e-06
-    assert metrics[2]["response_length/mean"] == 176.5
+def edited(tmp_path: Path, source: Path, old: str, new: str) -> Path:
+    text = source.read_text()
+    assert old in text
+    path = tmp_path / source.name
+    path.write_text(text.replace(old, new))
+    return path
 
 
-def test_file_logger_records_are_parsed():
-    metrics = parse_log((DATA / "good-file.jsonl").read_text())
-    assert metrics[2]["rollout_corr/training_log_ppl"] == 0.4302
+def test_console_lines_with_ray_prefixes_numpy_values_and_the_step_count_are_parsed():
+    run = parse_log(GOOD_CONSOLE.read_text())
+    assert sorted(run.metrics) == [1, 2] and run.totals == {2}
+    assert run.metrics[1]["actor/pg_loss"] == -0.0031
+    assert run.metrics[2]["actor/grad_norm"] == 0.3906
+    assert run.metrics[1]["actor/lr"] == 1e-06
 
 
-@pytest.mark.parametrize("log", ["good-console.log", "good-file.jsonl"])
-def test_good_runs_pass(log, capsys):
-    assert check(log) == 0
-    assert "every rule holds" in capsys.readouterr().out
+def test_null_in_the_file_log_is_read_as_not_a_number():
+    run = parse_log((DATA / "synthetic-null-step-file.jsonl").read_text())
+    assert run.metrics[1][PROBS_GAP] == 0.0104
+    assert math.isnan(run.metrics[2][PROBS_GAP])
 
 
-def test_the_mindspeed_bridge_41_symptoms_fail(capsys):
-    assert check("bad-console.log") == 1
+@pytest.mark.parametrize(
+    "logs", [[GOOD_CONSOLE], [GOOD_CONSOLE, GOOD_FILE], ["--steps", "2", GOOD_FILE]], ids=["console", "both", "file"]
+)
+def test_a_healthy_run_passes(logs, capsys):
+    assert check(*logs) == 0
+    assert "every check holds" in capsys.readouterr().out
+
+
+def test_the_integer_mask_symptoms_fail(capsys):
+    assert check(DATA / "synthetic-int-mask-console.log") == 1
     out = capsys.readouterr().out
+    assert f"FAILED: rollout/actor probability gap ({PROBS_GAP}): step 1: 0.6412 > max 0.2" in out
+    assert "(rollout_corr/training_log_ppl): step 1: 21.37 > max 5" in out
     assert "FAILED: gradient norm (actor/grad_norm): step 1: 571.3 > max 100" in out
-    assert "FAILED: policy loss (actor/pg_loss): step 2: |21.37| > max_abs 5" in out
-    assert "FAILED: response length (response_length/mean): step 2: 3.5 < min 8" in out
-    assert "rollout/actor probability gap" in out and "0.7033 > max 0.2" in out
+    assert "response length" not in out.split("FAILED", 1)[1]  # unchanged in 2 steps: not what catches it
 
 
-def test_a_collapsing_response_length_fails_even_above_the_minimum(capsys):
-    assert check("collapse-file.jsonl") == 1
+@pytest.mark.parametrize("logs", [["--steps", "2"], [GOOD_CONSOLE]], ids=["file alone", "with the console log"])
+def test_a_step_whose_metrics_are_all_null_fails(logs, capsys):
+    assert check(*logs, DATA / "synthetic-null-step-file.jsonl") == 1
     out = capsys.readouterr().out
-    assert "step 2: 61 < 0.5 x step 1's 187.25" in out
-    assert out.count("FAILED") == 1
+    assert "FAILED: step 2: all 6 metrics are null or not finite numbers" in out
+    assert f"({PROBS_GAP}): step 2: nan (null or not a finite number)" in out
 
 
-def test_a_loss_of_21_fails(capsys):
-    assert check("nll-file.jsonl") == 1
+def test_nan_on_the_console_fails(tmp_path, capsys):
+    log = edited(tmp_path, GOOD_CONSOLE, "actor/grad_norm:np.float64(0.3906)", "actor/grad_norm:np.float64(nan)")
+    assert check(log) == 1
     out = capsys.readouterr().out
-    assert "rollout_corr/training_log_ppl): step 1: 21.37 > max 5" in out
+    assert "FAILED: gradient norm (actor/grad_norm): step 2: nan (null or not a finite number)" in out
 
 
-def test_a_run_that_logged_too_few_steps_fails(capsys):
-    assert check("one-step-console.log") == 1
-    assert "1 step(s) logged, at least 2 expected" in capsys.readouterr().out
+def test_a_required_metric_missing_at_one_step_fails(tmp_path, capsys):
+    lines = [json.loads(line) for line in GOOD_FILE.read_text().splitlines()]
+    del lines[1]["data"][PROBS_GAP]
+    log = tmp_path / "file.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert check("--steps", "2", log) == 1
+    assert f"FAILED: rollout/actor probability gap ({PROBS_GAP}): not logged at step(s) 2" in capsys.readouterr().out
 
 
-def test_a_log_without_the_required_metrics_fails(tmp_path, capsys):
-    log = tmp_path / "other.log"
-    log.write_text("step:1 - timing_s/step:1.0\nstep:2 - timing_s/step:1.0\n")
-    assert main(["--thresholds", str(THRESHOLDS), str(log)]) == 1
-    assert "FAILED: gradient norm: none of actor/grad_norm logged" in capsys.readouterr().out
+def test_a_renamed_required_metric_fails(tmp_path, capsys):
+    log = edited(tmp_path, GOOD_CONSOLE, "rollout_corr/training_log_ppl", "rollout_corr/log_ppl")
+    assert check(log) == 1
+    assert "FAILED: per-token NLL of the rollout tokens under the actor: none of" in capsys.readouterr().out
 
 
-def test_nan_fails(tmp_path, capsys):
-    log = tmp_path / "nan.log"
-    text = (DATA / "good-console.log").read_text().replace("actor/pg_loss:np.float64(0.0118)", "actor/pg_loss:nan")
-    log.write_text(text)
-    assert main(["--thresholds", str(THRESHOLDS), str(log)]) == 1
-    assert "policy loss (actor/pg_loss): step 2: nan" in capsys.readouterr().out
+def test_a_run_that_stopped_before_its_last_step_fails(capsys):
+    assert check(DATA / "synthetic-crashed-console.log") == 1
+    assert "FAILED: step(s) 2 not logged: the run stopped early" in capsys.readouterr().out
 
 
-def test_console_and_file_logs_of_one_run_merge(capsys):
-    assert check("good-console.log", "good-file.jsonl") == 0
-    out = capsys.readouterr().out
-    assert "rollout_corr/training_log_ppl = 0.4411, 0.4302: ok" in out
+def test_the_step_count_is_the_runs_own(tmp_path, capsys):
+    """A manual run with smoke_steps=1 logs one step and says so; asking for another count is a failure."""
+    text = GOOD_CONSOLE.read_text().replace("Total training steps: 2", "Total training steps: 1")
+    log = tmp_path / "one-step-console.log"
+    log.write_text("\n".join(line for line in text.splitlines() if "step:2 " not in line) + "\n")
+    assert check(log) == 0
+    assert check("--steps", "1", log) == 0
+    capsys.readouterr()
+    assert check("--steps", "2", log) == 1
+    assert "FAILED: the run's total_training_steps is 1, but 2 were asked for" in capsys.readouterr().out
+
+
+def test_an_unknown_step_count_is_an_input_error(capsys):
+    assert check(GOOD_FILE) == 2
+    assert "total_training_steps is unknown: give its console log" in capsys.readouterr().err
 
 
 def test_unreadable_input_is_named(tmp_path, capsys):
-    assert main(["--thresholds", str(THRESHOLDS), str(tmp_path / "missing.log")]) == 2
+    assert check(tmp_path / "missing.log") == 2
     assert "missing.log" in capsys.readouterr().err
 
 
@@ -98,18 +127,18 @@ def test_unreadable_input_is_named(tmp_path, capsys):
         ("[[rule]]\nname = 'x'\nmetrics = ['a']\n", "sets no bound"),
         ("[[rule]]\nname = 'x'\nmetrics = []\nmax = 1\n", "non-empty list of metrics"),
         ("[[rule]]\nname = 'x'\nmetrics = ['a']\nmax = 'high'\n", "bounds must be numbers"),
-        ("min_step = 2\n", "unknown keys ['min_step']"),
-        ("min_steps = 0\n", "min_steps must be a positive integer"),
+        ("min_steps = 2\n", "unknown keys ['min_steps'] (known: rule; the number of steps is the run's own"),
     ],
 )
 def test_bad_thresholds_are_named(tmp_path, capsys, text, message):
     path = tmp_path / "t.toml"
     path.write_text(text)
-    assert main(["--thresholds", str(path), str(DATA / "good-file.jsonl")]) == 2
+    assert main(["--thresholds", str(path), str(GOOD_CONSOLE)]) == 2
     assert message in capsys.readouterr().err
 
 
-def test_the_project_thresholds_load():
-    thresholds = load_thresholds(THRESHOLDS)
-    assert thresholds.min_steps == 2
-    assert {r.name for r in thresholds.rules if r.required} == {"response length", "gradient norm", "policy loss"}
+def test_the_project_thresholds_require_the_integer_mask_rules_and_no_policy_loss_bound():
+    rules = {rule.metrics: rule for rule in load_thresholds(THRESHOLDS)}
+    assert rules[(PROBS_GAP,)].required and rules[("rollout_corr/training_log_ppl",)].required
+    assert all(rule.required for rule in rules.values())
+    assert not any("actor/pg_loss" in metrics for metrics in rules)

@@ -149,7 +149,7 @@ def test_commit_ids_do_not_depend_on_the_machine(archive_checkout, no_github, tm
 
 def test_range_diff_across_a_change_of_source_kind(checkout, tmp_path, monkeypatch, capsys):
     """A ref pinned to the sdist against a working copy pinned to the tag archive of the same release."""
-    message = "[misc] feat: notes\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\nProve-Exempt: x\n"
+    message = "[misc] feat: notes\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\nProve-Exempt: x\n"
     assert checkout.cli("apply") == 0
     checkout.commit_in_tree("verl/notes.py", "NOTE = 1\n", message)
     assert checkout.cli("export") == 0

@@ -156,3 +156,10 @@ def test_the_selection_of_verl_0_9_0s_gpu_unit_tests(tmp_path):
     for ignored in ("*on_npu.py", "*on_cpu.py", "tests/models/", "tests/special*", "tests/experimental", "*_sglang*"):
         assert f"--ignore-glob={ignored}" in args
     assert len(args) == 14 and "-s" not in args and "-x" not in args
+
+
+def test_npu_needs_the_ascend_environments_python(series, monkeypatch, capsys):
+    monkeypatch.delenv("VERL_PATCHES_PYTHON")
+    assert series.cli("test", "--no-apply", "--npu") == 1
+    assert "--npu runs on the Python of an Ascend environment" in capsys.readouterr().err
+    assert not (series.root / "build" / "venv").exists()

@@ -88,7 +88,7 @@ UPSTREAM_FILES = {
 
 
 def message(subject: str) -> str:
-    return f"{subject}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\nProve-Exempt: tests only\n"
+    return f"{subject}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\nProve-Exempt: tests only\n"
 
 
 def on_archive(checkout, tmp_path, monkeypatch, extra: dict[str, str] | None = None):

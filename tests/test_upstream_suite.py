@@ -15,7 +15,7 @@ UPSTREAM_TEST = (
     "def test_broken_upstream():\n    assert False\n"
 )
 VALIDATE_DOCS = "import os\nimport sys\n\nsys.exit('undocumented' if os.path.exists('verl/undocumented.py') else 0)\n"
-MESSAGE = "[misc] test: {}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nUpstream-Status: Pending\nProve-Exempt: x\n"
+MESSAGE = "[misc] test: {}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\nProve-Exempt: x\n"
 
 
 @pytest.fixture

@@ -15,17 +15,19 @@ import json
 import os
 import shlex
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from verl_patches import scratch
+from verl_patches.errors import BackupError, GitError
 from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME
 from verl_patches.layout import Project
-from verl_patches.tree import BuildTree
+from verl_patches.tree import BRANCH, BuildTree
 
 INFO_FILE = "backup.json"
 BUNDLE = "tree.bundle"
+NESTED = "nested"  # copies of the untracked nested git repositories of the work tree
 # Files and folders of the git folder that hold an operation in progress.
 GIT_STATE = (
     "rebase-merge", "rebase-apply", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD",
@@ -72,13 +74,35 @@ def _finish(folder: Path, info: dict) -> None:
     os.replace(tmp, folder / INFO_FILE)
 
 
-def _snapshot_tree(tree: BuildTree) -> str:
-    """The tree id of the work tree's files (tracked and untracked, not ignored), without touching the index."""
-    with tempfile.TemporaryDirectory(prefix="verl-patches-backup-") as tmp:
+def _snapshot_tree(tree: BuildTree, nested: list[str]) -> str:
+    """The tree id of the work tree's files (tracked and untracked, not ignored, nested repositories left out),
+    without touching the index."""
+    with scratch.folder("backup") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         tree.git.run("read-tree", "HEAD", env=env)
         tree.git.run("add", "--all", ".", env=env)
+        for path in nested:
+            tree.git.run("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", path, env=env)
         return tree.git.out("write-tree", env=env)
+
+
+def _index_tree(tree: BuildTree) -> str | None:
+    """The tree id of what the index holds (read from a copy: the index is not touched); None when it has
+    unmerged entries (a conflict in progress) or there is none."""
+    index = tree.git_dir() / "index"
+    if not index.is_file():
+        return None
+    with scratch.folder("backup") as tmp:
+        copy = Path(tmp) / "index"
+        shutil.copyfile(index, copy)
+        proc = tree.git.run("write-tree", env={"GIT_INDEX_FILE": str(copy)}, check=False)
+        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
+def nested_repositories(tree: BuildTree) -> list[str]:
+    """Untracked folders of the work tree that are git repositories of their own (not ignored ones)."""
+    out = tree.git.run("ls-files", "--others", "--exclude-standard", "-z").stdout.decode(errors="surrogateescape")
+    return [path.rstrip("/") for path in out.split("\0") if path.endswith("/") and (tree.path / path / ".git").exists()]
 
 
 def take_tree(project: Project, tree: BuildTree, reason: str) -> Backup | None:
@@ -87,11 +111,21 @@ def take_tree(project: Project, tree: BuildTree, reason: str) -> Backup | None:
     if head is None:
         return None
     backup_id, folder = _new(project.backup_dir, tree)
+    ref = f"refs/heads/backup/{backup_id}"
+    try:
+        return _take_tree(tree, reason, head, backup_id, folder, ref)
+    except (OSError, GitError) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        tree.git.run("update-ref", "-d", ref, check=False)
+        raise BackupError(f"{project.tree_name}", folder, exc) from exc
+
+
+def _take_tree(tree: BuildTree, reason: str, head: str, backup_id: str, folder: Path, ref: str) -> Backup:
     git_dir = tree.git_dir()
     branch_tip = tree.git.rev(f"refs/heads/{tree.branch}")
     symbolic = tree.git.run("symbolic-ref", "--quiet", "HEAD", check=False).stdout.decode().strip()
     parents = [head]
-    extra = [branch_tip]
+    extra = [branch_tip, *tree.branch_tips().values()]
     for marker in ("rebase-merge/orig-head", "rebase-apply/orig-head", "ORIG_HEAD"):
         if (git_dir / marker).is_file():
             extra.append(tree.git.rev((git_dir / marker).read_text().strip()))
@@ -110,6 +144,21 @@ def take_tree(project: Project, tree: BuildTree, reason: str) -> Backup | None:
             (folder / "git-state").mkdir(exist_ok=True)
             shutil.copy2(source, folder / "git-state" / name)
             saved_state.append(name)
+    nested = nested_repositories(tree)
+    for path in nested:
+        shutil.copytree(tree.path / path, folder / NESTED / path, symlinks=True)
+    snapshot = _snapshot_tree(tree, nested)
+    index_tree = _index_tree(tree)
+    index_commit = None
+    env = {"GIT_AUTHOR_NAME": PROJECT_NAME, "GIT_AUTHOR_EMAIL": PROJECT_EMAIL}
+    if index_tree is None and (git_dir / "index").is_file():  # unmerged entries: keep the index file itself
+        (folder / "git-state").mkdir(exist_ok=True)
+        shutil.copy2(git_dir / "index", folder / "git-state" / "index")
+        saved_state.append("index")
+    elif index_tree and index_tree not in (snapshot, tree.git.out("rev-parse", f"{head}^{{tree}}")):
+        text = f"verl-patches backup {backup_id}: the index (staged content) at backup time\n"
+        index_commit = tree.git.out("commit-tree", index_tree, "-p", head, "-F", "-", input=text.encode(), env=env)
+        parents.append(index_commit)
     lines = [
         f"verl-patches backup {backup_id}: {reason}",
         "",
@@ -117,13 +166,13 @@ def take_tree(project: Project, tree: BuildTree, reason: str) -> Backup | None:
         f"branch {tree.branch}: {branch_tip}",
         *[f"in progress: {what}" for what in in_progress],
         f"uncommitted or untracked paths: {len(dirty)}",
+        *([f"index (staged content): {index_commit}"] if index_commit else []),
+        *[f"nested repository, copied to {NESTED}/{path}: {path}" for path in nested],
     ]
-    env = {"GIT_AUTHOR_NAME": PROJECT_NAME, "GIT_AUTHOR_EMAIL": PROJECT_EMAIL}
-    args = ["commit-tree", _snapshot_tree(tree), "-F", "-"]
+    args = ["commit-tree", snapshot, "-F", "-"]
     for parent in parents:
         args += ["-p", parent]
     commit = tree.git.out(*args, input=("\n".join(lines) + "\n").encode(), env=env)
-    ref = f"refs/heads/backup/{backup_id}"
     tree.git.run("update-ref", ref, commit)
     tree.git.run("bundle", "create", "--quiet", str(folder / BUNDLE), ref)
     info = {
@@ -140,6 +189,8 @@ def take_tree(project: Project, tree: BuildTree, reason: str) -> Backup | None:
         "in_progress": in_progress,
         "dirty": dirty,
         "git_state": saved_state,
+        "index": index_commit,
+        "nested": nested,
     }
     _finish(folder, info)
     return Backup(backup_id, folder, info)
@@ -150,6 +201,14 @@ def take_patches(project: Project, reason: str, queue: str | None = None, backup
     queue and backup_dir default to the selected base's (given for a base upstream.toml does not declare yet)."""
     queue = queue or project.queue
     backup_id, folder = _new(backup_dir or project.backup_dir, None)
+    try:
+        return _take_patches(project, reason, queue, backup_id, folder)
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise BackupError(f"{queue}/", folder, exc) from exc
+
+
+def _take_patches(project: Project, reason: str, queue: str, backup_id: str, folder: Path) -> Backup:
     (folder / "patches").mkdir()
     files = []
     queue_dir = project.root / queue
@@ -202,15 +261,30 @@ def restore_steps(project: Project, backup: Backup) -> list[str]:
     if backup.kind != "tree":
         return []
     branch = backup.info["branch"]
+    q = shlex.quote
     steps = [
-        f"cd {project.tree_dir}",
-        f"git rev-parse -q --verify {branch} || git fetch {backup.folder / BUNDLE} {branch}:{branch}",
-        f"git switch -C {BuildTree(project.tree_dir).branch} {branch}^1   # the commits (HEAD at backup time)",
-        f"git restore --source={branch} --worktree -- .   # the uncommitted and untracked files",
+        f"cd {q(str(project.tree_dir))}",
+        f"git rev-parse -q --verify {q(branch)} || git fetch {q(str(backup.folder / BUNDLE))} {q(branch)}:{q(branch)}",
+        f"git switch -C {q(BRANCH)} {q(branch + '^1')}   # the commits (HEAD at backup time)",
+        f"git restore --source={q(branch)} --worktree -- .   # the uncommitted and untracked files",
     ]
+    if backup.info.get("index"):
+        steps.append(f"git restore --source={backup.info['index']} --staged -- .   # the staged content")
+    for path in backup.info.get("nested", []):
+        parent = str(Path(path).parent)
+        steps.append(
+            f"mkdir -p {q(parent)} && cp -a {q(str(backup.folder / NESTED / path))} {q(path)}   # a nested repository"
+        )
+    tip = backup.info.get("branch_tip")
+    if tip and tip != backup.info.get("head"):
+        steps.append(
+            f"# branch {BRANCH} was at {tip[:12]}, not at HEAD: `git switch -C "
+            f"{BRANCH} {tip[:12]}` brings it back (its commits are in {branch})"
+        )
     if len(backup.info.get("in_progress", [])):
         steps.append(
             f"# an operation was in progress: {'; '.join(backup.info['in_progress'])}; its state (todo list, "
-            f"mailbox) is in {backup.folder}/git-state; {branch}^2 is the branch before it started"
+            f"mailbox) is in {backup.folder}/git-state; the parents of {branch} are HEAD, the branches and the "
+            "ORIG_HEAD of that operation"
         )
     return steps

@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 
-from verl_patches import __version__, lock, signals
+from verl_patches import __version__, lock, scratch, signals
 from verl_patches.errors import ConfigError, VerlPatchesError
 from verl_patches.layout import Project
 
@@ -22,9 +22,18 @@ COMMANDS = {
     "prove": ("prove", "per patch: its tests fail without it and pass with it"),
     "pr": ("pr", "print a patch as a verl pull request (title, branch, body)"),
     "rebase": ("rebase", "replay the series onto a newer verl sdist and classify each patch"),
+    "watch": ("watch", "list verl releases newer than the newest base (PyPI, GitHub tags); --prs: forwarded PRs"),
     "compare": ("compare", "compare two queues (bases): patches missing from one, and patches that differ"),
     "range-diff": ("range_diff", "git range-diff of the series between two refs of this repository"),
     "backups": ("backups", "list the backups taken before work was discarded, and how to restore them"),
+}
+
+# What to run after a command was interrupted.
+RECOVERY = {
+    "apply": "run `verl-patches apply` again; it recovers the build tree (keeping a backup of what it held)",
+    "test": "run `verl-patches test` again; its apply recovers the build tree (keeping a backup of what it held)",
+    "export": "run `verl-patches export` again to finish the export",
+    None: "run `verl-patches status` to see where the build tree stands, then the command again",
 }
 
 # Commands that read or write build/verl or patches/ run one at a time per checkout.
@@ -58,15 +67,14 @@ def main(argv: list[str] | None = None) -> int:
                 return module.main(rest)
             try:
                 with lock.held(project.build_dir, " ".join([name, *rest])):
+                    scratch.sweep(project.build_dir)
                     return module.main(rest)
             except VerlPatchesError as exc:  # the lock could not be taken
                 print(f"verl-patches: error: {exc}", file=sys.stderr)
                 return 1
     except KeyboardInterrupt as exc:
         print(
-            f"verl-patches: {name} interrupted; nothing is lost: run `verl-patches status`, and "
-            "`verl-patches apply` to recover the build tree",
-            file=sys.stderr,
+            f"verl-patches: {name} interrupted; nothing is lost: {RECOVERY.get(name, RECOVERY[None])}", file=sys.stderr
         )
         return signals.exit_status(exc)
     except BrokenPipeError:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
+
 
 class VerlPatchesError(Exception):
     """Base class: the CLI prints the message and exits with status 1."""
@@ -9,6 +12,31 @@ class VerlPatchesError(Exception):
 
 class ConfigError(VerlPatchesError):
     """upstream.toml, patches/series or a patch file is malformed."""
+
+
+def what_to_do(code: int | None) -> str:
+    """What a person can do about a failed file operation, by its errno."""
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            "Free some space on that disk (or set VERL_PATCHES_BUILD_DIR or VERL_PATCHES_CACHE to a folder on "
+            "another), then run the command again"
+        )
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (
+            "Make it writable for you (`chmod -R u+w` on it, or ask its owner), or set VERL_PATCHES_BUILD_DIR to "
+            "a folder you can write, then run the command again"
+        )
+    return "Fix that, then run the command again"
+
+
+def os_error_message(exc: OSError, doing: str) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{doing}: {exc.strerror or exc}{where}. {what_to_do(exc.errno)}"
+
+
+# git's messages for the conditions of what_to_do
+_GIT_ERRNO = (("No space left on device", errno.ENOSPC), ("Permission denied", errno.EACCES),
+              ("insufficient permission", errno.EACCES), ("Read-only file system", errno.EROFS))  # fmt: skip
 
 
 class GitError(VerlPatchesError):
@@ -20,7 +48,25 @@ class GitError(VerlPatchesError):
         self.stderr = stderr
         self.stdout = stdout
         detail = stderr.strip() or stdout.strip() or "(no output)"
-        super().__init__(f"git {' '.join(args)} failed with exit code {returncode}:\n{detail}")
+        self.hint = next((f"{what_to_do(code)}." for text, code in _GIT_ERRNO if text in detail), "")
+        hint = f"\n{self.hint}" if self.hint else ""
+        super().__init__(f"git {' '.join(args)} failed with exit code {returncode}:\n{detail}{hint}")
+
+
+class BackupError(VerlPatchesError):
+    """A backup could not be taken; nothing was discarded."""
+
+    def __init__(self, what: str, folder: Path, exc: Exception):
+        if isinstance(exc, OSError):
+            cause = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+            todo = f"\n{what_to_do(exc.errno)}."
+        else:
+            cause = str(exc)
+            todo = "" if getattr(exc, "hint", "") else "\nFix what git says, then run the command again."
+        super().__init__(
+            f"could not keep a backup of {what} in {folder}, so nothing was changed or discarded (the unfinished "
+            f"backup was removed):\n{cause}{todo}"
+        )
 
 
 class PinMismatchError(VerlPatchesError):
@@ -55,6 +101,10 @@ class TreeMismatchError(PinMismatchError):
 
 class UnexportedWorkError(VerlPatchesError):
     """The build tree holds work that patches/ does not have."""
+
+
+class NotARepositoryError(VerlPatchesError):
+    """The build tree's folder holds files but is not a git repository."""
 
 
 class PatchApplyError(VerlPatchesError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,8 +124,19 @@ class Project:
         return self.selected().upstream
 
     def load_series(self) -> Series:
-        if not self.series_path.exists():
-            return Series()
+        """The queue's series; a queue folder or series file that does not exist is an error, not an empty queue."""
+        if not self.patches_dir.is_dir():
+            queue = shlex.quote(self.queue)
+            raise ConfigError(
+                f"the queue folder {self.queue}/ does not exist (upstream.toml names it for base "
+                f"{self.selected().version}): restore it (`git checkout -- {queue}`), or start an empty queue with "
+                f"`mkdir -p {queue} && touch {queue}/series`"
+            )
+        if not self.series_path.is_file():
+            raise ConfigError(
+                f"{self.queue}/series does not exist: restore it (`git checkout -- {shlex.quote(self.queue)}/series`), "
+                "or write it: the queue's patch file names in order, one a line"
+            )
         return Series.parse(self.series_path.read_text(encoding="utf-8"), f"{self.queue}/series")
 
     def patch_path(self, name: str) -> Path:

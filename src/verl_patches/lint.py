@@ -9,7 +9,21 @@ from verl_patches.git import PROJECT_IDENT
 from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
-from verl_patches.model.status import EXEMPT_TRAILER, TRAILER, vocabulary_help
+from verl_patches.model.trailers import (
+    APPLIED_UPSTREAM,
+    BACKPORT,
+    BUG,
+    EXEMPT_TRAILER,
+    FORWARDED,
+    HOME,
+    NOT_NEEDED,
+    ORIGIN,
+    RETIRED,
+    RETIRED_HELP,
+    AppliedUpstream,
+    GitHubRef,
+    forwarded_help,
+)
 
 # verl's own PR-title vocabulary (tests/special_sanity/check_pr_title.py upstream).
 MODULES = (
@@ -72,16 +86,115 @@ def check_body(patch: Patch) -> list[Finding]:
     return []
 
 
-def check_upstream_status(patch: Patch) -> list[Finding]:
-    values = patch.trailer_values(TRAILER)
-    todo = f"add one trailer '{TRAILER}: <value>' to the last paragraph, value one of {vocabulary_help()}"
+def check_forwarded(patch: Patch) -> list[Finding]:
+    values = patch.trailer_values(FORWARDED)
+    todo = f"keep one trailer in the last paragraph: {forwarded_help()}"
     if not values:
-        return [Finding(patch.name, "upstream-status", f"no {TRAILER} trailer", todo)]
+        return [Finding(patch.name, "forwarded", f"no {FORWARDED} trailer", todo)]
     if len(values) > 1:
-        return [Finding(patch.name, "upstream-status", f"{len(values)} {TRAILER} trailers", "keep exactly one")]
-    if patch.upstream_status is None:
-        return [Finding(patch.name, "upstream-status", f"value {values[0]!r} is not in the vocabulary", todo)]
+        return [Finding(patch.name, "forwarded", f"{len(values)} {FORWARDED} trailers", todo)]
+    if patch.forwarded is None:
+        return [Finding(patch.name, "forwarded", f"{FORWARDED}: {values[0]!r} is not a value it takes", todo)]
     return []
+
+
+def check_origin(patch: Patch) -> list[Finding]:
+    """A backport carries `Origin: backport, <PR URL>` naming the PR of its subject, and is not forwarded."""
+    values = patch.trailer_values(ORIGIN)
+    number = patch.backport_of
+    form = f"'{ORIGIN}: {BACKPORT}, https://github.com/{HOME}/pull/{number or 'N'}'"
+    if len(values) > 1:
+        return [Finding(patch.name, "origin", f"{len(values)} {ORIGIN} trailers", f"keep one: {form}")]
+    if values and patch.origin is None:
+        return [
+            Finding(
+                patch.name,
+                "origin",
+                f"{ORIGIN}: {values[0]!r} is not of the form {form}",
+                "mark a backport of a merged upstream PR with that form, or drop the trailer",
+            )
+        ]
+    origin = patch.origin
+    if number is not None and origin is None:
+        return [
+            Finding(
+                patch.name,
+                "origin",
+                f"the subject says it backports verl#{number} but the patch has no {ORIGIN} trailer",
+                f"add {form}",
+            )
+        ]
+    if origin is None:
+        return []
+    findings = []
+    if number is None:
+        findings.append(
+            Finding(
+                patch.name,
+                "origin",
+                f"a backport of {origin.pr.url} whose subject does not end ' (backport of verl#{origin.pr.number})'",
+                "end the subject so, or drop the Origin trailer if the patch is not a backport",
+            )
+        )
+    elif number != origin.pr.number:
+        findings.append(
+            Finding(
+                patch.name,
+                "origin",
+                f"the subject backports verl#{number} but {ORIGIN} names {origin.pr.url}",
+                f"make them name the same pull request: {form}",
+            )
+        )
+    if patch.forwarded is not None and patch.forwarded.needed:
+        findings.append(
+            Finding(
+                patch.name,
+                "origin",
+                f"a backport of a merged upstream change is '{FORWARDED}: {patch.forwarded.value}'",
+                f"write '{FORWARDED}: {NOT_NEEDED}'",
+            )
+        )
+    return findings
+
+
+def check_applied_upstream(patch: Patch) -> list[Finding]:
+    values = patch.trailer_values(APPLIED_UPSTREAM)
+    todo = f"write '{APPLIED_UPSTREAM}: <version>[, <URL>]' (e.g. '0.9.1, https://github.com/{HOME}/pull/N') or "
+    todo += f"'{APPLIED_UPSTREAM}: <URL of the commit or PR>'"
+    if len(values) > 1:
+        return [
+            Finding(patch.name, "applied-upstream", f"{len(values)} {APPLIED_UPSTREAM} trailers", f"keep one: {todo}")
+        ]
+    if values and AppliedUpstream.parse(values[0]) is None:
+        return [Finding(patch.name, "applied-upstream", f"{APPLIED_UPSTREAM}: {values[0]!r} is not of that form", todo)]
+    return []
+
+
+def check_bug(patch: Patch) -> list[Finding]:
+    return [
+        Finding(
+            patch.name,
+            "bug",
+            f"{BUG}: {value!r} is not the URL of a GitHub issue or pull request",
+            f"write '{BUG}: https://github.com/{HOME}/issues/N' (or .../pull/N), one trailer per issue or PR",
+        )
+        for value in patch.trailer_values(BUG)
+        if GitHubRef.parse(value) is None
+    ]
+
+
+def check_retired_status(patch: Patch) -> list[Finding]:
+    if not patch.trailer_values(RETIRED):
+        return []
+    return [
+        Finding(
+            patch.name,
+            "upstream-status",
+            f"the {RETIRED} trailer is retired: the DEP-3 trailers {FORWARDED}, {ORIGIN} and {APPLIED_UPSTREAM} "
+            "replace it",
+            f"remove it and write instead: {RETIRED_HELP}",
+        )
+    ]
 
 
 def check_tests(patch: Patch) -> list[Finding]:
@@ -99,6 +212,24 @@ def check_tests(patch: Patch) -> list[Finding]:
                 )
             )
     return findings
+
+
+MAX_NEW_TEST_FILE_LINES = 250
+
+
+def check_test_size(patch: Patch) -> list[Finding]:
+    """A reviewer reads every test line: a new test file stays under MAX_NEW_TEST_FILE_LINES lines."""
+    return [
+        Finding(
+            patch.name,
+            "test-size",
+            f"the new file {path} has {patch.changed_lines.get(path, 0)} lines",
+            f"keep it under {MAX_NEW_TEST_FILE_LINES}: parametrise, or move shared checks into a helper module",
+        )
+        for path in patch.added_files
+        if path.startswith("tests/") and path.endswith(".py")
+        if patch.changed_lines.get(path, 0) > MAX_NEW_TEST_FILE_LINES
+    ]
 
 
 def check_exemption(patch: Patch) -> list[Finding]:
@@ -172,8 +303,13 @@ def check_diff(patch: Patch) -> list[Finding]:
 PATCH_RULES = (
     check_subject,
     check_body,
-    check_upstream_status,
+    check_forwarded,
+    check_origin,
+    check_applied_upstream,
+    check_bug,
+    check_retired_status,
     check_tests,
+    check_test_size,
     check_exemption,
     check_base_specific,
     check_message_separator,

@@ -7,7 +7,9 @@ The lock is an flock(2) on the file, so the kernel releases it when its holder e
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import math
 import os
 import socket
 import sys
@@ -15,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from verl_patches.errors import VerlPatchesError
+from verl_patches.errors import VerlPatchesError, os_error_message
 
 try:
     import fcntl
@@ -44,16 +46,35 @@ def describe_holder(path: Path) -> str:
 
 def timeout_from_env() -> float:
     value = os.environ.get(TIMEOUT_ENV, "")
+    if not value:
+        return DEFAULT_TIMEOUT
     try:
-        return float(value) if value else DEFAULT_TIMEOUT
-    except ValueError as exc:
-        raise VerlPatchesError(f"{TIMEOUT_ENV}={value!r} is not a number of seconds") from exc
+        timeout = float(value)
+    except ValueError:
+        timeout = math.nan
+    if not math.isfinite(timeout) or timeout < 0:
+        raise VerlPatchesError(
+            f"{TIMEOUT_ENV}={value!r} is not a number of seconds: set it to a finite number >= 0 (default "
+            f"{DEFAULT_TIMEOUT:g}), or unset it"
+        )
+    return timeout
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    """A descriptor of the lock file, created when missing; read-only when build/ cannot be written (flock
+    needs no write access, so a read-only checkout still serialises commands that only read)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644), True
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and path.is_file():
+            return os.open(path, os.O_RDONLY), False
+        raise VerlPatchesError(os_error_message(exc, f"cannot open the lock file {path}")) from None
 
 
 @contextlib.contextmanager
 def held(build_dir: Path, command: str, timeout: float | None = None, log=None) -> Iterator[Path]:
     """Hold the lock of build_dir while the block runs; wait up to timeout seconds for another holder."""
-    build_dir.mkdir(parents=True, exist_ok=True)
     path = (build_dir / LOCK_FILE).resolve()
     if path in _held or fcntl is None:
         _held[path] = _held.get(path, 0) + 1
@@ -66,7 +87,7 @@ def held(build_dir: Path, command: str, timeout: float | None = None, log=None) 
         return
     timeout = timeout_from_env() if timeout is None else timeout
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd, writable = _open(path)
     try:
         deadline = time.monotonic() + timeout
         waited = False
@@ -91,13 +112,15 @@ def held(build_dir: Path, command: str, timeout: float | None = None, log=None) 
             "command": command,
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        if writable:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         _held[path] = 1
         try:
             yield path
         finally:
             del _held[path]
-            os.ftruncate(fd, 0)
+            if writable:
+                os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing the descriptor releases the flock

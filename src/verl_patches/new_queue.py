@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from pathlib import Path
 
 from verl_patches import backups
 from verl_patches.errors import VerlPatchesError
@@ -95,13 +96,29 @@ def write(project: Project, upstream: Upstream, queue: str, content: dict[str, b
     if not differs:
         log(f"{queue} already holds this queue; nothing to write")
         return
-    staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name, data in content.items():
-        (staging / name).write_bytes(data)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
+    _replace_queue(target, content)
     patches = sum(1 for name in content if name.endswith(".patch"))
     log(f"wrote {queue}: {patches} patch(es), series" + (f", {TO_PORT}" if TO_PORT in content else ""))
+
+
+def _replace_queue(target: Path, content: dict[str, bytes]) -> None:
+    """Write the queue folder so that at every moment it holds a whole queue, old or new: a new folder is
+    written aside and renamed into place; in an existing one each file is replaced by a rename, the patches
+    first, `series` (the switch) last but for the removal of the files the new queue does not have."""
+    if not target.exists():
+        staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name, data in content.items():
+            (staging / name).write_bytes(data)
+        os.replace(staging, target)
+        return
+    order = sorted(content, key=lambda name: (name == "series", name))
+    for name in order:
+        if not (target / name).is_file() or (target / name).read_bytes() != content[name]:
+            tmp = target / f".{name}.tmp-{os.getpid()}"
+            tmp.write_bytes(content[name])
+            os.replace(tmp, target / name)
+    for path in sorted(target.iterdir()):
+        if path.is_file() and _queue_file(path.name) and path.name not in content:
+            path.unlink()

@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verl_patches.layout import UPSTREAM_FILE, Project
@@ -30,6 +30,9 @@ class Record:
     head: str | None = None  # the tree's HEAD when the record was written
     patch: str | None = None  # FAILED: the patch that did not apply
     updated: str = ""
+    # COMPLETE after an apply: files of the queue that an export of `head` would rewrite (bytes export does not
+    # write: a signature block, another encoding, ...)
+    rewrites: list[str] = field(default_factory=list)
 
 
 def source_digest(project: Project) -> str:
@@ -38,9 +41,7 @@ def source_digest(project: Project) -> str:
     digest = hashlib.sha256()
     declaration = repr(project.selected()).encode()
     digest.update(f"{UPSTREAM_FILE}\0{len(declaration)}\0".encode() + declaration)
-    paths = [project.series_path]
-    if project.series_path.exists():
-        paths += [project.patch_path(name) for name in project.load_series().names]
+    paths = [project.series_path] + [project.patch_path(name) for name in project.load_series().names]
     for path in paths:
         data = path.read_bytes() if path.is_file() else None
         label = path.relative_to(project.root).as_posix() if path.is_relative_to(project.root) else path.name
@@ -69,3 +70,11 @@ def write(git_dir: Path, record: Record) -> None:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(asdict(record), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, target)
+
+
+def put_back(git_dir: Path, previous: Record | None) -> None:
+    """Restore a record read earlier (remove the record when there was none)."""
+    if previous is None:
+        path_in(git_dir).unlink(missing_ok=True)
+    else:
+        write(git_dir, previous)

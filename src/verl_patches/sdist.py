@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -79,6 +82,21 @@ def fetch(upstream: Upstream, cache_dir: Path, log=print) -> Path:
     return target
 
 
+def archive_commit(path: Path) -> str:
+    """The commit a GitHub tag archive was made from: git archive writes it as the tarball's pax comment."""
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            comment = str(archive.pax_headers.get("comment", ""))
+    except (EOFError, tarfile.TarError, zlib.error) as exc:
+        raise VerlPatchesError(f"{path} is not a readable .tar.gz ({exc}): delete it and run again") from exc
+    if not re.fullmatch(r"[0-9a-f]{40}", comment):
+        raise VerlPatchesError(
+            f"{path} names no commit (git archive writes it as the pax comment; found {comment[:60]!r}): "
+            "is it GitHub's archive of a tag?"
+        )
+    return comment
+
+
 def newest_mtime(path: Path) -> int:
     """The newest member mtime of the archive: a date that depends only on the sdist's bytes."""
     with tarfile.open(path, "r:gz") as archive:
@@ -86,47 +104,139 @@ def newest_mtime(path: Path) -> int:
 
 
 def unpack(path: Path, dest: Path) -> None:
-    """Unpack the tarball into dest, dropping its single top-level folder. Symlinks are kept when they
-    point inside dest; absolute or escaping paths, members below a symlink, hard links and device files
-    are refused. An unreadable file (a cut-short download, say) is an error that names it."""
+    """Unpack the tarball into dest, dropping its single top-level folder (see unpack_members)."""
     try:
-        _unpack(path, dest)
+        with tarfile.open(path, "r:gz") as archive:
+            unpack_members(archive, dest, path.name, strip=True)
+    except UnsafeMemberError as exc:
+        raise VerlPatchesError(
+            f"{exc}. Nothing of {path} was written outside {dest} and nothing was imported; the file is not a "
+            "release archive as published: delete it (and check the mirror or cache it came from), then run again"
+        ) from None
     except (EOFError, tarfile.TarError, zlib.error) as exc:
         raise VerlPatchesError(
             f"{path} is not a readable .tar.gz ({exc}): delete it and run again to download it afresh"
         ) from exc
 
 
-def _unpack(path: Path, dest: Path) -> None:
-    with tarfile.open(path, "r:gz") as archive:
-        members = archive.getmembers()
-        roots = {PurePosixPath(m.name).parts[0] for m in members if m.name not in ("", ".")}
+class UnsafeMemberError(VerlPatchesError):
+    """A member of an archive that could write outside, or through, what the archive itself created."""
+
+
+def unpack_members(archive: tarfile.TarFile, dest: Path, label: str, strip: bool = False) -> None:
+    """Write the archive's folders, files and symlinks into dest (dropping the single top-level folder when
+    strip). The rule, written once: a member's path is relative and has no '..'; nothing is written through a
+    symlink or onto an existing path (each folder is opened without following symlinks, each file and symlink
+    created only where nothing is); after unpacking, every symlink resolves, link by link, inside dest. Hard
+    links, devices and other kinds are refused. UnsafeMemberError names the first member that breaks it."""
+    members = archive.getmembers()
+    paths = [(member, _member_parts(member, label)) for member in members]
+    if strip:
+        roots = {parts[0] for _, parts in paths if parts}
         if len(roots) != 1:
-            raise VerlPatchesError(f"{path.name}: expected one top-level folder, found {sorted(roots)}")
-        for member in members:
-            parts = PurePosixPath(member.name).parts[1:]
+            raise UnsafeMemberError(f"{label}: expected one top-level folder, found {sorted(roots)}")
+        paths = [(member, parts[1:]) for member, parts in paths]
+    links = []
+    root = os.open(dest, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for member, parts in paths:
             if not parts:
                 continue
-            if member.name.startswith("/") or ".." in parts:
-                raise VerlPatchesError(f"{path.name}: unsafe member path {member.name!r}")
-            out = dest.joinpath(*parts)
-            if any(dest.joinpath(*parts[:n]).is_symlink() for n in range(1, len(parts))):
-                raise VerlPatchesError(f"{path.name}: member {member.name!r} lies below a symlink")
-            if member.isdir():
-                out.mkdir(parents=True, exist_ok=True)
-                continue
-            out.parent.mkdir(parents=True, exist_ok=True)
+            folder = _open_folder(root, parts[:-1], member, label)
+            try:
+                _write_member(archive, member, folder, parts[-1], label)
+            finally:
+                os.close(folder)
             if member.issym():
-                target = PurePosixPath(member.linkname)
-                inside = os.path.normpath(PurePosixPath(*parts[:-1], target))
-                if target.is_absolute() or inside == ".." or inside.startswith("../"):
-                    raise VerlPatchesError(f"{path.name}: symlink {member.name!r} points outside the tree")
-                os.symlink(member.linkname, out)
-                continue
-            if not member.isfile():
-                raise VerlPatchesError(f"{path.name}: member {member.name!r} is not a file, folder or symlink")
-            source = archive.extractfile(member)
-            assert source is not None
-            with source, open(out, "wb") as handle:
-                shutil.copyfileobj(source, handle)
-            out.chmod(0o755 if member.mode & 0o111 else 0o644)
+                links.append((member, parts))
+    finally:
+        os.close(root)
+    for member, parts in links:
+        if not _resolves_inside(dest, parts):
+            raise UnsafeMemberError(f"{label}: symlink {member.name!r} points outside the tree ({member.linkname!r})")
+
+
+def _member_parts(member: tarfile.TarInfo, label: str) -> tuple[str, ...]:
+    name = PurePosixPath(member.name)
+    if name.is_absolute():
+        raise UnsafeMemberError(f"{label}: member {member.name!r} has an absolute path")
+    if ".." in name.parts:
+        raise UnsafeMemberError(f"{label}: member {member.name!r} climbs out of its folder with '..'")
+    return tuple(part for part in name.parts if part != ".")
+
+
+def _open_folder(root: int, parts: tuple[str, ...], member: tarfile.TarInfo, label: str) -> int:
+    """A descriptor of the folder dest/parts, created where missing; never through a symlink."""
+    fd = os.dup(root)
+    try:
+        for part in parts:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:
+                what = "symlink" if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode) else "file"
+                raise UnsafeMemberError(f"{label}: member {member.name!r} lies below a {what}") from None
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_member(archive: tarfile.TarFile, member: tarfile.TarInfo, folder: int, name: str, label: str) -> None:
+    twice = UnsafeMemberError(f"{label}: member {member.name!r} appears twice (a file, folder or symlink of one name)")
+    if member.isdir():
+        try:
+            os.mkdir(name, 0o755, dir_fd=folder)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                raise twice from None
+        return
+    if member.issym():
+        if member.linkname.startswith("/"):
+            raise UnsafeMemberError(f"{label}: symlink {member.name!r} points outside the tree ({member.linkname!r})")
+        try:
+            os.symlink(member.linkname, name, dir_fd=folder)
+        except FileExistsError:
+            raise twice from None
+        return
+    if not member.isfile():
+        raise UnsafeMemberError(f"{label}: member {member.name!r} is not a file, folder or symlink")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags, 0o600, dir_fd=folder)
+    except FileExistsError:
+        raise twice from None
+    source = archive.extractfile(member)
+    assert source is not None
+    with source, os.fdopen(fd, "wb") as handle:
+        shutil.copyfileobj(source, handle)
+        os.fchmod(handle.fileno(), 0o755 if member.mode & 0o111 else 0o644)
+
+
+def _resolves_inside(dest: Path, parts: tuple[str, ...], max_links: int = 40) -> bool:
+    """Whether the symlink dest/parts resolves inside dest, following the links it meets there one by one."""
+    inside = list(parts[:-1])
+    pending = os.readlink(dest.joinpath(*parts)).split("/")
+    followed = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not inside:
+                return False
+            inside.pop()
+            continue
+        inside.append(part)
+        here = dest.joinpath(*inside)
+        if here.is_symlink():
+            followed += 1
+            target = os.readlink(here)
+            if followed > max_links or target.startswith("/"):
+                return False
+            inside.pop()
+            pending = target.split("/") + pending
+    return True

@@ -113,16 +113,20 @@ def _progress(name: str, done: int, total: int) -> None:
     print(f"\r  {name}: {size} MiB", end="", file=sys.stderr, flush=True)
 
 
-def import_pinned(tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print) -> str:
-    """Check out the import commit of upstream in tree (a BuildTree), importing the source first when missing."""
+def import_pinned(
+    tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print, checkout: bool = True
+) -> str:
+    """The import commit of upstream in tree (a BuildTree), imported first when missing, and checked out when
+    checkout. A source that does not match its pin raises before the work tree, HEAD or a branch changes."""
     base = tree.import_commit(upstream)
-    if base:
+    if not base and upstream.over is not None:
+        over = import_pinned(tree, upstream.over, cache_dir, mirror, log=log, checkout=False)
+        base = tree.import_overlay(upstream, fetch(upstream, cache_dir, mirror, log=log), over, checkout=False)
+    elif not base:
+        base = tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log), checkout=False)
+    if checkout:
         tree.reset_to(base)
-        return base
-    if upstream.over is not None:
-        over = import_pinned(tree, upstream.over, cache_dir, mirror, log=log)
-        return tree.import_overlay(upstream, fetch(upstream, cache_dir, mirror, log=log), over)
-    return import_source(tree, upstream, cache_dir, mirror, log=log)
+    return base
 
 
 def import_source(tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print, tag=True) -> str:

@@ -47,15 +47,21 @@ def export_differences(project: Project, exported: list[ExportedPatch], commits:
 
 @dataclass
 class TreeState:
-    """build/verl compared with patches/. `work` is what the tree has and patches/ lacks; `stale` and
-    `incomplete` say that the tree does not hold what patches/ describes."""
+    """build/verl compared with patches/. `work` is what the tree has and patches/ lacks; `stale`,
+    `incomplete` and `behind` say that the tree does not hold what patches/ describes; `rewrites` names the
+    files of patches/ that export would rewrite although the tree holds nothing new (their bytes are not
+    export's: a signature block, another encoding, ...)."""
 
     record: Record | None = None
     in_progress: list[str] = field(default_factory=list)
     dirty: list[str] = field(default_factory=list)
     unexported: list[str] = field(default_factory=list)
+    unmergeable: list[str] = field(default_factory=list)
+    branches: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
+    behind: str | None = None
+    rewrites: list[str] = field(default_factory=list)
 
     @property
     def work(self) -> list[str]:
@@ -66,15 +72,25 @@ class TreeState:
             items.append(f"uncommitted changes:\n{shown}{more}")
         if self.unexported:
             items.append("commits that patches/ does not have:\n" + "\n".join(f"    {u}" for u in self.unexported))
-        return items
+        if self.unmergeable:
+            items.append(
+                "commits that cannot be patches (fix them before an export):\n"
+                + "\n".join(f"    {u}" for u in self.unmergeable)
+            )
+        return items + self.branches
 
     @property
     def interrupted_apply(self) -> bool:
         return self.record is not None and self.record.state == record.APPLYING
 
     @property
+    def holds_the_queue(self) -> bool:
+        """The tree holds what patches/ describes and nothing else."""
+        return not (self.work or self.stale or self.incomplete or self.behind)
+
+    @property
     def clean(self) -> bool:
-        return not (self.work or self.stale or self.incomplete)
+        return self.holds_the_queue and not self.rewrites
 
 
 def assess(project: Project, tree: BuildTree) -> TreeState:
@@ -85,6 +101,7 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
     if not head:
         return TreeState(record=rec)
     state = TreeState(record=rec, in_progress=tree.in_progress(), dirty=tree.dirty_paths())
+    state.branches = _branches_elsewhere(tree, head, rec, project.queue)
     if rec and rec.state == record.APPLYING:
         state.incomplete.append(
             "an apply was interrupted: `verl-patches apply` recovers (it keeps a backup of what the tree holds)"
@@ -109,10 +126,23 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
             "`verl-patches apply` rebuilds the tree from them"
         )
     if rec and rec.head == head:
+        if not state.stale:
+            state.rewrites = [
+                f"export would write {project.queue}/{name} differently: the file is not byte for byte what export "
+                "writes from the commits it applied as (a signature block, another encoding or file name, ...); "
+                "`verl-patches export` rewrites it"
+                for name in rec.rewrites
+            ]
         return state
     base = tree.base_tag()
     if base is None:
         state.unexported.append(f"HEAD of {tree.path} is not above any upstream/* tag")
+        return state
+    state.unmergeable = tree.unmergeable_commits(base)
+    if state.unmergeable:
+        return state
+    state.behind = _detached_behind(tree, head, rec)
+    if state.behind:
         return state
     exported = tree.export(base)
     commits = [sha for sha, _ in tree.commits_above(base)]
@@ -127,6 +157,47 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
     else:
         state.unexported += differences
     return state
+
+
+def _known(tree: BuildTree, head: str, rec: Record | None) -> list[str]:
+    """HEAD and the recorded head (when git still has it): commits reachable from them are accounted for."""
+    known = [head]
+    if rec and rec.head and rec.head != head and tree.git.rev(rec.head):
+        known.append(rec.head)
+    return known
+
+
+def _branches_elsewhere(tree: BuildTree, head: str, rec: Record | None, queue: str) -> list[str]:
+    """Each branch other than HEAD's with commits that neither HEAD nor the build record holds."""
+    current = tree.current_branch()
+    known = _known(tree, head, rec)
+    found = []
+    for name, tip in tree.branch_tips().items():
+        if name == current:
+            continue
+        commits = tree.git.out("log", "--reverse", "--format=%h %s", tip, "--not", *known).splitlines()
+        if commits:
+            where = f"on branch {current}" if current else "detached"
+            found.append(
+                f"commits on branch {name} that {queue}/ does not have (HEAD is {where}; `git switch {name}` "
+                "to export them):\n" + "\n".join(f"    {line}" for line in commits)
+            )
+    return found
+
+
+def _detached_behind(tree: BuildTree, head: str, rec: Record | None) -> str | None:
+    """When HEAD is detached on a commit of the build, behind its recorded head: where to go back to."""
+    if not rec or not rec.head or tree.current_branch() or not tree.git.rev(rec.head):
+        return None
+    if not tree.git.ok("merge-base", "--is-ancestor", head, rec.head):
+        return None
+    count = len(tree.commits_above(head, rec.head))
+    holders = [name for name, tip in tree.branch_tips().items() if tip == rec.head]
+    back = f"git switch {holders[0]}" if holders else f"git switch -C {tree.branch} {rec.head[:12]}"
+    return (
+        f"HEAD is detached at {head[:12]}, {count} commit(s) behind the build ({rec.head[:12]}), with no commit "
+        f"of its own. Go back with `{back}` (an export from here would drop those patches)"
+    )
 
 
 def _commits_since(tree: BuildTree, commit: str | None) -> list[str] | None:

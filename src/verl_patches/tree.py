@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_patches.errors import GitError, PatchApplyError, TreeMismatchError, VerlPatchesError
+from verl_patches import scratch
+from verl_patches.errors import (
+    ConfigError,
+    GitError,
+    NotARepositoryError,
+    PatchApplyError,
+    TreeMismatchError,
+    VerlPatchesError,
+)
 from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME, Git
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import unique_names
@@ -17,6 +25,9 @@ from verl_patches.model.upstream import Upstream
 from verl_patches.sdist import newest_mtime, unpack
 
 BRANCH = "series"
+# Branches the tool makes and owns: backups, rebase results, the branch of a scratch work tree.
+TOOL_BRANCH_PREFIXES = ("backup/", "rebase/", "scratch/")
+SCRATCH_BRANCH = "scratch"
 SHA_TRAILER = "Upstream-Sdist-Sha256"
 TREE_TRAILER = "Upstream-Tree"
 
@@ -67,7 +78,17 @@ class BuildTree:
 
     # -- state -----------------------------------------------------------------------------------
     def exists(self) -> bool:
-        return (self.path / ".git").exists()
+        """True when the folder is a git work tree; False when it is missing or empty. A folder that holds
+        files but no .git is an error: it may hold work, and it is never initialised or wiped."""
+        if (self.path / ".git").exists():
+            return True
+        if self.path.is_dir() and any(self.path.iterdir()):
+            raise NotARepositoryError(
+                f"{self.path} is not a git repository (it has no .git) but holds files: nothing was changed. "
+                f"It may hold work: move it away (`mv {shlex.quote(str(self.path))} "
+                f"{shlex.quote(str(self.path) + '.moved')}`) and run `verl-patches apply` to build the tree afresh"
+            )
+        return False
 
     def git_dir(self) -> Path:
         """This work tree's own git folder (differs from the common one in a linked worktree)."""
@@ -115,25 +136,67 @@ class BuildTree:
         out = self.git.out("status", "--porcelain", "--untracked-files=all")
         return [line for line in out.splitlines() if line.strip()]
 
-    def commits_above(self, base: str) -> list[tuple[str, str]]:
-        out = self.git.out("log", "--reverse", "--format=%H %s", f"{base}..HEAD")
+    def commits_above(self, base: str, tip: str = "HEAD") -> list[tuple[str, str]]:
+        out = self.git.out("log", "--reverse", "--format=%H %s", f"{base}..{tip}")
         return [tuple(line.split(" ", 1)) for line in out.splitlines() if line]  # type: ignore[misc]
+
+    def current_branch(self) -> str | None:
+        """The branch HEAD is on (short name); None when HEAD is detached."""
+        ref = self.git.run("symbolic-ref", "--quiet", "HEAD", check=False).stdout.decode().strip()
+        return ref.removeprefix("refs/heads/") or None
+
+    def branch_tips(self) -> dict[str, str]:
+        """Every local branch but the tool's own (backup/*, rebase/*, scratch): short name -> commit."""
+        out = self.git.out("for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads")
+        tips = dict(line.split(" ", 1) for line in out.splitlines() if line)
+        return {
+            name: tip
+            for name, tip in tips.items()
+            if name != SCRATCH_BRANCH and not name.startswith(TOOL_BRANCH_PREFIXES)
+        }
+
+    def unmergeable_commits(self, base: str) -> list[str]:
+        """The commits above base that no patch file can hold (merges, commits that change nothing), each
+        with how to fix it; empty when every commit exports as one patch."""
+        out = self.git.out("log", "--reverse", "--format=%H %T %P%x00%s", f"{base}..HEAD")
+        trees = {self.git.out("rev-parse", base): self.git.out("rev-parse", f"{base}^{{tree}}")}
+        found = []
+        for line in out.splitlines():
+            ids, subject = line.split("\0", 1)
+            commit, tree, *parents = ids.split()
+            trees[commit] = tree
+            if len(parents) > 1:
+                found.append(
+                    f"{commit[:12]} {subject}: is a merge; a series must be linear. Replay its commits in a line "
+                    f"with `git rebase {base}` (a rebase leaves merges out)"
+                )
+            elif parents and trees.get(parents[0]) == tree:
+                found.append(
+                    f"{commit[:12]} {subject}: changes nothing (an empty commit); every patch must change a file. "
+                    f"Drop it with `git rebase -i {base}` (delete its line), or squash it into another commit there"
+                )
+        return found
 
     # -- creation --------------------------------------------------------------------------------
     def init(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
         if not self.exists():
+            self.path.mkdir(parents=True, exist_ok=True)
             self.git.run("init", "--quiet", f"--initial-branch={self.branch}")
         info = self.common_dir() / "info"
         info.mkdir(exist_ok=True)
-        (info / "attributes").write_text(ATTRIBUTES)
+        if not (info / "attributes").is_file() or (info / "attributes").read_text() != ATTRIBUTES:
+            (info / "attributes").write_text(ATTRIBUTES)
+        present = self.git.run("config", "--local", "--list", check=False).stdout.decode().splitlines()
         for key, value in LOCAL_CONFIG.items():
-            self.git.run("config", key, value)
+            if f"{key.lower()}={value}" not in present:  # an existing tree's config is not rewritten
+                self.git.run("config", key, value)
 
-    def import_upstream(self, upstream: Upstream, source: Path, parent: str | None = None, tag: bool = True) -> str:
-        """Commit the files of the source tarball as they are (tagged upstream/<version>) and check out the commit.
-
-        A tag archive must give the pinned tree id; otherwise TreeMismatchError, and the work tree is untouched."""
+    def import_upstream(
+        self, upstream: Upstream, source: Path, parent: str | None = None, tag: bool = True, checkout: bool = True
+    ) -> str:
+        """Commit the files of the source tarball as they are (tagged upstream/<version>) and check out the commit
+        (when checkout). A tag archive must give the pinned tree id; otherwise TreeMismatchError, and the work tree
+        is untouched."""
         if upstream.is_archive:
             subject = f"Import {upstream.name} {upstream.version} from its tag archive {upstream.git_tag}"
             trailers = f"Upstream-Commit: {upstream.commit}\n{TREE_TRAILER}: {upstream.tree}"
@@ -144,9 +207,15 @@ class BuildTree:
         tree, _ = self._tree_of(source)
         if upstream.is_archive and tree != upstream.tree:
             raise TreeMismatchError(str(source), upstream.tree, tree)
-        return self._commit_import(tree, message, source, parent, upstream.tag if tag else None)
+        return self._commit_import(tree, message, source, parent, upstream.tag if tag else None, checkout)
 
-    def import_overlay(self, upstream: Upstream, sdist: Path, base: str, tag: bool = True) -> str:
+    def tree_id(self, source: Path) -> str:
+        """The git tree id of the tarball's files as an import writes them (nothing is committed or checked out)."""
+        return self._tree_of(source)[0]
+
+    def import_overlay(
+        self, upstream: Upstream, sdist: Path, base: str, tag: bool = True, checkout: bool = True
+    ) -> str:
         """Import an sdist-over-archive base: the sdist's files over base (the import of upstream.over), as a
         commit on top of base; its tree must be the pinned one (else TreeMismatchError, work tree untouched)."""
         tree, shipped = self._tree_of(sdist, over=base)
@@ -161,7 +230,7 @@ class BuildTree:
             f"Upstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
             f"{TREE_TRAILER}: {upstream.tree}\n"
         )
-        return self._commit_import(tree, message, sdist, base, upstream.tag if tag else None)
+        return self._commit_import(tree, message, sdist, base, upstream.tag if tag else None, checkout)
 
     def overlay_sdist(self, upstream: Upstream, sdist: Path, base: str, parent: str | None = None):
         """Commit base's files with the sdist's files written over them (nothing of base is removed).
@@ -193,7 +262,7 @@ class BuildTree:
         """Write the tree of the tarball's files (on top of commit `over`, if given) without touching the
         work tree or the index; returns it and the tarball's paths (less those left out)."""
         self.init()
-        with tempfile.TemporaryDirectory(prefix="verl-patches-import-") as tmp:
+        with scratch.folder("import") as tmp:
             files = Path(tmp) / "files"
             files.mkdir()
             unpack(source, files)
@@ -209,7 +278,9 @@ class BuildTree:
             paths = sorted(_files_in(files))
         return tree, paths
 
-    def _commit_import(self, tree: str, message: str, source: Path, parent: str | None, tag: str | None) -> str:
+    def _commit_import(
+        self, tree: str, message: str, source: Path, parent: str | None, tag: str | None, checkout: bool = True
+    ) -> str:
         date = f"{newest_mtime(source)} +0000"
         env = {
             "GIT_AUTHOR_NAME": PROJECT_NAME,
@@ -221,20 +292,28 @@ class BuildTree:
         commit = self.git.out(*args, input=message.encode(), env=env)
         if tag:
             self.git.run("tag", "--force", tag, commit)
-        self.reset_to(commit)
+        if checkout:
+            self.reset_to(commit)
         return commit
 
     def reset_to(self, commit: str) -> None:
+        # Untracked files go first, under the ignore rules of the tree as it is: ignored files stay, as in any
+        # git checkout, even when the commit checked out does not ignore them yet.
+        self.git.run("clean", "-ffdq")
         self.git.run("update-ref", f"refs/heads/{self.branch}", commit)
         self.git.run("symbolic-ref", "HEAD", f"refs/heads/{self.branch}")
         self.git.run("reset", "--quiet", "--hard", commit)
-        self.git.run("clean", "-ffdxq")
 
     # -- patches ---------------------------------------------------------------------------------
     def am(self, name: str, patch_file: Path) -> bool:
         """Apply one patch as one commit; False when it changed nothing (already applied).
 
-        On failure the am is aborted and PatchApplyError names the failing file and hunk."""
+        The file is checked whole first (a cut-short or CRLF file is refused before git sees it). On failure the
+        am is aborted and PatchApplyError names the failing file and hunk."""
+        try:
+            Patch.parse(name, patch_file.read_bytes())
+        except ConfigError as exc:
+            raise PatchApplyError(name, str(exc)) from None
         before = self.head()
         proc = self.git.run(*AM_OPTIONS, "am", *AM_FLAGS, str(patch_file), check=False)
         if proc.returncode == 0:
@@ -250,10 +329,11 @@ class BuildTree:
 
     def export(self, base: str) -> list[ExportedPatch]:
         """format-patch every commit above base, deterministically; names come from subjects."""
-        merges = self.git.out("rev-list", "--merges", f"{base}..HEAD")
-        if merges:
-            raise VerlPatchesError(f"the build tree has merge commits above {base}; a series must be linear")
-        with tempfile.TemporaryDirectory(prefix="verl-patches-export-") as tmp:
+        unmergeable = self.unmergeable_commits(base)
+        if unmergeable:
+            listing = "\n".join(f"  - {line}" for line in unmergeable)
+            raise VerlPatchesError(f"{self.path} has commits that cannot be patches of the series:\n{listing}")
+        with scratch.folder("export") as tmp:
             self.git.run(*EXPORT_OPTIONS, "format-patch", *EXPORT_FLAGS, "-o", tmp, f"{base}..HEAD")
             files = sorted(Path(tmp).glob("*.patch"))
             raw = [(f.name, f.read_bytes()) for f in files]
@@ -297,15 +377,22 @@ def _files_in(root: Path) -> list[str]:
     return found
 
 
+# git's advice for an am it leaves in progress; the tool aborts the am, so the advice does not hold.
+_AM_ADVICE = re.compile(
+    r"^hint:|git am --|--show-current-patch|When you have resolved|If you prefer to skip|To restore the original"
+)
+
+
 def _am_failure(output: str) -> str:
-    """The useful lines of a failed git am: which patch, file and hunk."""
-    keep = []
-    for line in output.splitlines():
-        if re.match(r"^(error|CONFLICT|Applying|Patch failed|fatal|Falling back|warning: Cannot merge)", line):
-            keep.append(line)
-        elif re.match(r"^Auto-merging ", line):
-            keep.append(line)
-    return "\n".join(keep) or output.strip()
+    """The useful lines of a failed git am: which patch, file and hunk (not git's advice for an am in progress)."""
+    lines = [line for line in output.splitlines() if line.strip() and not _AM_ADVICE.search(line)]
+    keep = [
+        line
+        for line in lines
+        if re.match(r"^(error|CONFLICT|Applying|Patch failed|fatal|Falling back|warning: Cannot merge)", line)
+        or re.match(r"^Auto-merging ", line)
+    ]
+    return "\n".join(keep or lines) or "(git am gave no reason)"
 
 
 __all__ = ["BuildTree", "ExportedPatch", "GitError"]

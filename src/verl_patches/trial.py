@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from verl_patches import scratch
 from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
 from verl_patches.source import import_source
-from verl_patches.tree import BuildTree
+from verl_patches.tree import SCRATCH_BRANCH, BuildTree
 
 
 @contextlib.contextmanager
-def linked_worktree(main: BuildTree, commit: str, branch: str = "scratch") -> Iterator[BuildTree]:
+def linked_worktree(main: BuildTree, commit: str, branch: str = SCRATCH_BRANCH) -> Iterator[BuildTree]:
     """A detached linked worktree of main at commit, removed afterwards (its commits stay in main's objects)."""
-    with tempfile.TemporaryDirectory(prefix="verl-patches-scratch-") as tmp:
+    with scratch.folder("scratch") as tmp:
         path = Path(tmp) / "tree"
         main.git.run("worktree", "add", "--quiet", "--detach", str(path), commit)
         try:
@@ -45,7 +45,7 @@ def scratch_tree(
             import_source(tree, upstream, cache_dir, mirror, log=log, tag=False)
             yield tree
         return
-    with tempfile.TemporaryDirectory(prefix="verl-patches-trial-") as tmp:
+    with scratch.folder("trial") as tmp:
         tree = BuildTree(Path(tmp) / "tree")
         import_source(tree, upstream, cache_dir, mirror, log=log)
         yield tree

@@ -1,20 +1,24 @@
-"""verl's own CPU suite as a guard: the same selection on the base and on the patched tree, compared per test.
+"""verl's own suites as a guard: the same selection on the base and on the patched tree, compared per test.
 
-Besides the CPU unit tests it runs the two steps of verl's sanity.yml that need verl installed:
-`pytest tests/special_sanity` and `tests/special_sanity/validate_imported_docs.py`."""
+The CPU suite (cpu_unit_tests.yml's selection) also runs the two steps of verl's sanity.yml that need verl
+installed: `pytest tests/special_sanity` and `tests/special_sanity/validate_imported_docs.py`. The GPU suite is
+gpu_unit_tests.yml's selection, read from each tree (upstream_ci.py)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
-import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from verl_patches import scratch
 from verl_patches.errors import VerlPatchesError
+from verl_patches.upstream_ci import gpu_unit_test_args
 from verl_patches.venv import run_env
 
 # The selection of upstream's .github/workflows/cpu_unit_tests.yml: `python_files = *_on_cpu.py` in a
@@ -36,6 +40,35 @@ SANITY_SCRIPT = "tests/special_sanity/validate_imported_docs.py"
 ENV = {"TORCH_COMPILE_DISABLE": "1", "TORCHINDUCTOR_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
+@dataclass(frozen=True)
+class Suite:
+    """One of verl's suites: how it is selected in a tree, and how it runs."""
+
+    name: str  # as printed: "CPU suite", "GPU unit tests"
+    label: str  # in file names: cpu, gpu
+    selection: Callable[[Path], list[str]]
+    timeout_s: int  # per test, against hangs that pytest-timeout can interrupt
+    env: dict[str, str]
+    sanity: bool  # also sanity.yml's two steps
+
+    @property
+    def cache_file(self) -> str:
+        """The file, in the base's build folder, that keeps the outcomes on the base."""
+        return "upstream-suite-base.json" if self.label == "cpu" else f"upstream-{self.label}-suite-base.json"
+
+
+CPU = Suite("CPU suite", "cpu", lambda tree: list(SELECTION), TIMEOUT_S, ENV, sanity=True)
+# Here without -x and past collection errors too; torch.compile stays as upstream runs it.
+GPU = Suite(
+    "GPU unit tests",
+    "gpu",
+    lambda tree: ["--continue-on-collection-errors", *gpu_unit_test_args(tree)],
+    900,
+    {"PYTHONDONTWRITEBYTECODE": "1"},
+    sanity=False,
+)
+
+
 @dataclass
 class SuiteResult:
     outcomes: dict[str, str]
@@ -45,30 +78,34 @@ class SuiteResult:
         return ", ".join(f"{tally[k]} {k}" for k in ("passed", "failed", "skipped")) + f" ({len(self.outcomes)} tests)"
 
 
-def run(python: Path, tree: Path, extra: list[str], log=print) -> SuiteResult:
-    """The CPU selection and sanity.yml's steps in tree, with tree first on sys.path; outcome per test id."""
-    env = run_env(python, {**RAY_RESOURCES, **os.environ, **ENV, "PYTHONPATH": str(tree)})
-    outcomes = _pytest(python, tree, env, [*extra, *SELECTION], log)
-    if (tree / SANITY[0]).is_dir():
-        outcomes.update(_pytest(python, tree, env, [*extra, *SANITY], log))
-    if (tree / SANITY_SCRIPT).is_file():
+def run(python: Path, tree: Path, extra: list[str], suite: Suite = CPU, log=print, keep: Path | None = None):
+    """The suite's selection (and sanity.yml's steps for the CPU suite) in tree, with tree first on sys.path;
+    outcome per test id. keep: a path prefix under which each run's junit XML is kept (PREFIX.xml, ...)."""
+    env = run_env(python, {**RAY_RESOURCES, **os.environ, **suite.env, "PYTHONPATH": str(tree)})
+    outcomes = _pytest(python, tree, env, [*extra, *suite.selection(tree)], suite.timeout_s, log, keep, "")
+    if suite.sanity and (tree / SANITY[0]).is_dir():
+        outcomes.update(_pytest(python, tree, env, [*extra, *SANITY], suite.timeout_s, log, keep, "-sanity"))
+    if suite.sanity and (tree / SANITY_SCRIPT).is_file():
         proc = subprocess.run([str(python), SANITY_SCRIPT], cwd=tree, env=env, capture_output=True, text=True)
         log(f"+ (in {tree}) python {SANITY_SCRIPT}: exit {proc.returncode}")
         outcomes[f"{SANITY_SCRIPT}::main"] = "passed" if proc.returncode == 0 else "failed"
     return SuiteResult(outcomes)
 
 
-def _pytest(python: Path, tree: Path, env: dict[str, str], args: list[str], log) -> dict[str, str]:
-    with tempfile.TemporaryDirectory(prefix="verl-patches-suite-") as tmp:
+def _pytest(python: Path, tree: Path, env, args: list[str], timeout: int, log, keep: Path | None, part: str):
+    with scratch.folder("suite") as tmp:
         junit = Path(tmp) / "junit.xml"
         ini = Path(tmp) / "pytest.ini"
         ini.write_text(INI)
         cmd = [str(python), "-m", "pytest", "-c", str(ini), f"--rootdir={tree}", "-p", "no:cacheprovider", "-q"]
-        cmd += [f"--timeout={TIMEOUT_S}", f"--junitxml={junit}", *args]
+        cmd += [f"--timeout={timeout}", f"--junitxml={junit}", *args]
         log(f"+ (in {tree}) " + " ".join(cmd))
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         tail = (proc.stdout.strip().splitlines() or [""])[-1]
         log(f"  pytest exit {proc.returncode}: {tail}")
+        if keep and junit.exists():
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(junit, f"{keep}{part}.xml")
         # 0: all passed, 1: some failed, 5: nothing collected; anything else (interrupted, killed, internal
         # or usage error) is an incomplete run that must not be compared or cached.
         if proc.returncode not in (0, 1, 5) or not junit.exists():
@@ -103,11 +140,13 @@ def gone(base: SuiteResult, patched: SuiteResult) -> list[str]:
     return sorted(t for t, o in base.outcomes.items() if o == "passed" and patched.outcomes.get(t) in (None, "skipped"))
 
 
-def cache_key(base_tree: str, env_stamp: str, extra: list[str]) -> str:
-    """What the base outcomes depend on: the base files, the environment and the selection."""
+def cache_key(base_tree: str, env_stamp: str, extra: list[str], suite: Suite = CPU) -> str:
+    """What the base outcomes depend on: the base files (a GPU selection is read from them), the environment and
+    the selection."""
     ray = os.environ.get("RAY_OVERRIDE_RESOURCES", RAY_RESOURCES["RAY_OVERRIDE_RESOURCES"])
-    selection = [f"timeout={TIMEOUT_S}", ray, INI.strip(), *SELECTION, *SANITY, SANITY_SCRIPT]
-    return " ".join([base_tree, env_stamp, *selection, *extra])
+    selection = [suite.label, f"timeout={suite.timeout_s}", ray, INI.strip(), *sorted(suite.env.items())]
+    selection += [*SELECTION, *SANITY, SANITY_SCRIPT] if suite.sanity else ["--continue-on-collection-errors"]
+    return " ".join([base_tree, env_stamp, *map(str, selection), *extra])
 
 
 def cached_base(cache: Path, key: str) -> SuiteResult | None:

@@ -86,7 +86,7 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
         return [finding(f"the build tree is not on {upstream.tag}")]
     state = assess(project, tree)
     todo = "do what the message says; `verl-patches status` shows the state"
-    findings = [finding(item, todo) for item in state.incomplete]
+    findings = [finding(item, todo) for item in [*state.incomplete, *([state.behind] if state.behind else [])]]
     if state.stale and state.work:
         todo = (
             "both changed: `verl-patches apply --force` (backs up the tree) or `export --force` "
@@ -100,6 +100,9 @@ def check_up_to_date(project: Project, upstream: Upstream) -> list[Finding]:
     elif not state.incomplete:
         todo = "run `verl-patches export` (or `apply --force` to drop tree commits, kept in a backup)"
         findings += [finding(item, todo) for item in state.unexported]
+        findings += [finding(item.replace("\n", " | "), todo) for item in state.branches]
+        findings += [finding(item, "fix it as it says, then export") for item in state.unmergeable]
+        findings += [finding(item, "run `verl-patches export`") for item in state.rewrites]
     return findings
 
 
@@ -124,7 +127,7 @@ def collect(project: Project, apply: bool = True, sanity: bool = True) -> list[F
     findings = lint_files(project, series)
     if not any(f.rule.startswith("series-") or f.rule == "format" for f in findings):
         findings += drift(project)
-    if not apply or any(f.rule.startswith("series-") for f in findings):
+    if not apply or any(f.rule.startswith("series-") or f.rule == "format" for f in findings):
         return findings
     upstream = project.load_upstream()
     applies = check_applies(project, series, upstream, sanity)

@@ -9,10 +9,10 @@ import sys
 from collections.abc import Callable
 
 from verl_patches import backups, record
-from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError
+from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError, os_error_message
 from verl_patches.layout import Project
 from verl_patches.source import fetch, import_pinned, mirror_from
-from verl_patches.sync import assess
+from verl_patches.sync import assess, planned_changes
 from verl_patches.tree import BuildTree
 from verl_patches.trial import apply_each
 
@@ -49,6 +49,10 @@ def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[st
         except VerlPatchesError as exc:
             print(f"verl-patches: error: {exc}", file=sys.stderr)
             return 1
+        except OSError as exc:  # a read-only folder, a full disk: the condition and what to do, no traceback
+            command = func.__module__.rsplit(".", 1)[-1].replace("_", "-")
+            print(f"verl-patches: error: {os_error_message(exc, f'{command} stopped')}", file=sys.stderr)
+            return 1
 
     return wrapper
 
@@ -56,9 +60,10 @@ def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[st
 def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
     """Raise unless the build tree holds exactly what its queue folder describes."""
     state = assess(project, tree)
-    if state.clean:
+    if state.holds_the_queue:
         return
-    listing = "\n".join(f"  - {item}" for item in [*state.work, *state.incomplete, *state.stale])
+    behind = [state.behind] if state.behind else []
+    listing = "\n".join(f"  - {item}" for item in [*state.work, *state.incomplete, *behind, *state.stale])
     if state.work:
         todo = (
             f"Commit it in {project.tree_name} and run `verl-patches export`, or discard it on purpose with "
@@ -84,12 +89,11 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
         and state.record.state in (record.COMPLETE, record.FAILED)
         and state.record.head == tree.head()
         and not state.stale
-        and not state.in_progress
-        and not state.dirty
+        and not state.work
     )
     head = tree.head()
     has_commits = bool(head) and head != tree.import_commit(project.load_upstream())
-    if not reproducible and (state.in_progress or state.dirty or has_commits):
+    if not reproducible and (state.work or has_commits):
         if state.interrupted_apply:
             reason = f"what an interrupted apply left in {project.tree_name}"
         elif state.work:
@@ -109,7 +113,7 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     """Rebuild the build tree from the pinned upstream source and patches/ (refusing to lose work).
 
     The build record says `complete` only after every patch applied; until then `applying`, and `failed`
-    with the patch's name when one does not apply."""
+    with the patch's name when one does not apply. A source that does not match its pin changes nothing."""
     upstream = project.load_upstream()
     series = project.load_series()
     project.load_patches(series)  # every listed file exists, parses and is listed once
@@ -118,6 +122,7 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     if not tree.import_commit(upstream):
         fetch(upstream, project.cache_dir, project.mirror, log=log)  # a download fails before the tree is touched
     source = record.source_digest(project)
+    previous = record.read(tree.git_dir()) if tree.exists() else None
     if tree.exists():
         record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
         if interrupted or not tree.head():
@@ -127,16 +132,27 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
                 stale.unlink(missing_ok=True)
                 log(f"removed {stale}, left by an interrupted git command")
     tree.init()
+    try:
+        base = import_pinned(tree, upstream, project.cache_dir, project.mirror, log=log, checkout=False)
+    except VerlPatchesError:  # a mismatched or unreadable source: the tree is as it was, and so is its record
+        record.put_back(tree.git_dir(), previous)
+        raise
     record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
     tree.discard_in_progress()
-    import_pinned(tree, upstream, project.cache_dir, project.mirror, log=log)
+    tree.reset_to(base)
     applied = tree.head()
     for name in series.names:
         try:
             apply_each(tree, [(name, project.patch_path(name))])
-        except PatchApplyError:
+        except PatchApplyError as exc:
             record.write(tree.git_dir(), record.Record(record.FAILED, source, head=tree.head(), patch=name))
-            raise
+            raise PatchApplyError(
+                name,
+                f"{exc.detail}\nThe tool aborted that git am: nothing is left in progress, and {project.tree_name} "
+                f"holds the patches before it. Fix {project.queue}/{name} (or port it by hand on top of the "
+                "tree, commit and `verl-patches export`), then run `verl-patches apply`.",
+            ) from None
         applied = tree.head()
-    record.write(tree.git_dir(), record.Record(record.COMPLETE, source, head=applied))
+    rewrites = sum(planned_changes(project, tree.export(base)), [])
+    record.write(tree.git_dir(), record.Record(record.COMPLETE, source, head=applied, rewrites=rewrites))
     return tree

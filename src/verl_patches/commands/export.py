@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             f"refusing to export: {project.tree_name} does not hold the whole series, so an export would remove the "
             f"patches it lacks from {project.queue}/:\n" + "\n".join(f"  - {item}" for item in state.incomplete)
         )
+    if state.behind:
+        raise UnexportedWorkError(f"refusing to export: {state.behind}")
     if state.stale and not args.force:
         detail = "\n".join(f"  - {item}" for item in [*state.stale, *state.work])
         raise UnexportedWorkError(

@@ -1,4 +1,7 @@
-"""verl-patches pr: print a patch of the series as a verl pull request (title, branch, body)."""
+"""verl-patches pr: print a patch of the series as a verl pull request (title, branch, body).
+
+Exit status: 0, or 3 when the patch is not to be sent upstream (a backport of a merged PR, or
+`Forwarded: not-needed`): the PR is printed all the same, and a note on stderr says why."""
 
 from __future__ import annotations
 
@@ -10,14 +13,20 @@ from verl_patches.errors import ConfigError, GitError, VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.model.patch import Patch
 from verl_patches.model.pull_request import PullRequest, build
+from verl_patches.model.trailers import FORWARDED, NOT_NEEDED
 from verl_patches.tree import BuildTree
 
 TEMPLATE = ".github/PULL_REQUEST_TEMPLATE.md"
 FIELDS = ("title", "branch", "body")
+NOT_FOR_UPSTREAM = 3
 
 
 def build_parser():
-    p = parser("pr", "Print a patch as a verl pull request: title, branch name and a body in verl's PR template.")
+    p = parser(
+        "pr",
+        "Print a patch as a verl pull request: title, branch name and a body in verl's PR template. "
+        f"Exit status {NOT_FOR_UPSTREAM}: the patch is not to be sent upstream (a backport, Forwarded: not-needed).",
+    )
     p.add_argument("patch", help="the patch: its 1-based position in patches/series, or its file name")
     p.add_argument("--field", choices=FIELDS, help="print only this part (e.g. for `gh pr create --title`)")
     return p
@@ -49,6 +58,26 @@ def template_text(tree: BuildTree) -> str:
         ) from exc
 
 
+def meant_for_upstream(patch: Patch) -> bool:
+    return patch.origin is None and (patch.forwarded is None or patch.forwarded.needed)
+
+
+def upstream_note(patch: Patch) -> str | None:
+    """Why the patch is not to be sent upstream, or where it already was; None when it is to be sent."""
+    if patch.origin is not None:
+        pr = patch.origin.pr
+        return (
+            f"{patch.name} is a backport of {pr.repository}#{pr.number} ({pr.url}), which upstream has merged: "
+            "it is not meant to be sent upstream"
+        )
+    forwarded = patch.forwarded
+    if forwarded is not None and not forwarded.needed:
+        return f"{patch.name} is '{FORWARDED}: {NOT_NEEDED}': it is not meant to be sent upstream"
+    if forwarded is not None and forwarded.pr is not None:
+        return f"{patch.name} was already sent upstream as {forwarded.pr.url}"
+    return None
+
+
 def render(pr: PullRequest, field: str | None) -> str:
     if field:
         return getattr(pr, field).rstrip("\n")
@@ -72,4 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if pr.unfilled:
         print(f"note: left as in the template, for the author: {', '.join(pr.unfilled)}", file=sys.stderr)
-    return 0
+    note = upstream_note(patch)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return 0 if meant_for_upstream(patch) else NOT_FOR_UPSTREAM

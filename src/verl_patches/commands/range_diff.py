@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
+from verl_patches import scratch
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git import Git
@@ -39,7 +39,11 @@ def materialise(project: Project, ref: str, dest: Path) -> Project:
         (dest / name).write_bytes(git.run("show", f"{ref}:{name}").stdout)
     wanted = project.selected().version
     declared = [base.version for base in Project(dest).bases()]
-    return Project(dest, base=wanted if wanted in declared else declared[-1])
+    at_ref = Project(dest, base=wanted if wanted in declared else declared[-1])
+    if not at_ref.series_path.exists():  # ref has no such queue yet: an empty one there
+        at_ref.patches_dir.mkdir(parents=True, exist_ok=True)
+        at_ref.series_path.write_text("")
+    return at_ref
 
 
 def applied_range(project: Project, version_of: Project, main: BuildTree) -> tuple[str, str]:
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     main_tree = BuildTree(project.tree_dir)
     if not main_tree.exists():
         raise VerlPatchesError(f"no build tree at {main_tree.path}: run `verl-patches apply` first")
-    with tempfile.TemporaryDirectory(prefix="verl-patches-range-diff-") as tmp:
+    with scratch.folder("range-diff") as tmp:
         old = materialise(project, args.old, Path(tmp) / "old")
         new = materialise(project, args.new, Path(tmp) / "new")
         old_base, old_head = applied_range(project, old, main_tree)

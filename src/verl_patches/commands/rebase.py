@@ -20,10 +20,10 @@ from verl_patches.errors import PatchApplyError, TreeMismatchError, VerlPatchesE
 from verl_patches.layout import BASE_ENV, Project
 from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
-from verl_patches.model.status import EXEMPT_TRAILER, TRAILER
-from verl_patches.model.upstream import SDIST_OVER_ARCHIVE, Upstream
+from verl_patches.model.trailers import APPLIED_UPSTREAM, EXEMPT_TRAILER, HOME
+from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
 from verl_patches.pytest_runner import PytestRunner
-from verl_patches.sdist import download, fetch, sha256_of
+from verl_patches.sdist import archive_commit, download, fetch, sha256_of
 from verl_patches.sync import write_export
 from verl_patches.tree import BuildTree
 from verl_patches.trial import apply_each, linked_worktree
@@ -35,6 +35,9 @@ PARTLY = "partly upstream"
 CONFLICT = "conflict"
 TESTS_FAIL = "applies, its tests fail"
 TESTS_ONLY = "fixed upstream: carried as tests only"
+APPLIED = "applied upstream"
+APPLIED_DROPPED = "fixed upstream: dropped"
+BACKPORT_DROPPED = "fixed upstream: backport dropped"
 
 
 @dataclass
@@ -64,6 +67,12 @@ def build_parser():
     p.add_argument(
         "--force", action="store_true", help="with --write: replace a queue folder that holds other content (backed up)"
     )
+    p.add_argument(
+        "--tag-archive",
+        metavar="TAG",
+        help="make the new base GitHub's archive of TAG (from the mirror, else GitHub), pinned by the commit the "
+        "archive names and the tree id of its files, both computed here from the download: review them",
+    )
     return p
 
 
@@ -83,11 +92,34 @@ def fetch_new(project: Project, version: str, expected: str | None, log) -> tupl
     return upstream, path, "not pinned before: recorded from the download (check it against PyPI)"
 
 
+def pin_tag_archive(project: Project, tree: BuildTree, old: Upstream, version: str, tag: str, log):
+    """The new release as a tag-archive base pinned from its download: the commit its archive names, the tree id
+    of its files."""
+    repository = old.repository or (old.over.repository if old.over else "") or HOME
+    candidate = Upstream(name=old.name, version=version, source=GIT_ARCHIVE, repository=repository, git_tag=tag)
+    path = source.fetch(candidate, project.cache_dir, project.mirror, log=log)
+    pinned = dataclasses.replace(candidate, commit=archive_commit(path), tree=tree.tree_id(path))
+    return pinned, path, "pinned here from this download: the commit its archive names and the tree id of its files"
+
+
 def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patches: list[Patch], runner, version, log):
     outcomes = []
     for patch in patches:
         patch_file = project.patch_path(patch.name)
         before = tree.head()
+        applied = patch.applied_upstream
+        if applied and applied.released_by(version):
+            log(f"dropping {patch.name}: {APPLIED_UPSTREAM}: {applied.format()}")
+            outcomes.append(
+                Outcome(
+                    patch,
+                    APPLIED,
+                    f"its trailer '{APPLIED_UPSTREAM}: {applied.format()}' says verl {applied.version} has it, "
+                    f"and {applied.version} <= {version}: dropped from the new queue",
+                    carried=APPLIED_DROPPED,
+                )
+            )
+            continue
         log(f"replaying {patch.name}")
         try:
             changed = tree.am(patch.name, patch_file)
@@ -113,8 +145,10 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
         if outcome.result in (CONFLICT, PARTLY):
             tree.git.run("reset", "--quiet", "--hard", before)
             carry_tests_only(tree, patch, old_commits[patch.name], outcome, runner, version)
-            if outcome.result == PARTLY and outcome.carried != TESTS_ONLY:
+            if outcome.result == PARTLY and outcome.carried not in (TESTS_ONLY, BACKPORT_DROPPED):
                 tree.am(patch.name, patch_file)  # keep what is left of it
+        elif outcome.result == UPSTREAM and patch.origin is not None:
+            backport_upstream(tree, patch, outcome, runner, version)
         if tree.head() != before:
             outcome.commit = tree.head() or ""
         outcomes.append(outcome)
@@ -174,11 +208,16 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
         tree.git.run("reset", "--quiet", "--hard")
         return
     outcome.tests_on_new_base = f"pass ({result.summary})" if result.summary else "pass"
-    ref = ""
-    status = patch.upstream_status
-    if status and status.kind in ("Backport", "Submitted"):
-        ref = " " + status.value.split(" ", 1)[1]
-    message = tests_only_message(patch, f"Fixed-in {version}{ref}", version)
+    if patch.origin is not None:
+        tree.git.run("reset", "--quiet", "--hard")
+        outcome.carried = BACKPORT_DROPPED
+        outcome.resolved = True
+        outcome.notes.append(
+            f"a backport of {patch.origin.pr.url}, which verl {version} has: its tests pass there without its code, "
+            "so it is dropped from the new queue (not carried as tests only)"
+        )
+        return
+    message = tests_only_message(patch, version)
     # The original's author and date: writing the same queue twice gives the same bytes.
     author = ["--author", patch.author] if patch.author else []
     date = {"GIT_AUTHOR_DATE": patch.date, "GIT_COMMITTER_DATE": patch.date} if patch.date else None
@@ -188,18 +227,36 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
     outcome.notes.append("upstream fixed the bug in its own way: its tests pass on the new base without the code")
 
 
-def tests_only_message(patch: Patch, status: str, version: str) -> str:
+def backport_upstream(tree, patch: Patch, outcome: Outcome, runner, version: str) -> None:
+    """A backport the new base already holds: dropped; its CPU tests (upstream's copy of them) are run there."""
+    tests = patch.tests_matching("_on_cpu.py")
+    outcome.carried = BACKPORT_DROPPED
+    note = f"a backport of {patch.origin.pr.url}, which verl {version} has as it is: dropped from the new queue"
+    if tests:
+        result = runner.outcome(tree, tests)
+        summary = result.summary or f"pytest exit {result.returncode}"
+        outcome.tests_on_new_base = f"pass ({summary})" if result.passed else f"fail ({summary})"
+        if not result.passed:
+            note += f"; but its tests fail there ({', '.join(result.failed[:12]) or summary}): look at them by hand"
+    outcome.notes.append(note)
+
+
+def tests_only_message(patch: Patch, version: str) -> str:
+    """The message of the patch carried as its tests alone: its trailers kept, but Applied-Upstream (now the new
+    release, with the URL the old trailer named), Prove-Exempt and Base-Specific written anew."""
     subject = re.sub(r"\] (feat|fix|refactor|chore|perf): ", "] test: ", patch.subject, count=1)
-    ours = rf"^({TRAILER}|{EXEMPT_TRAILER}|{BASE_SPECIFIC}):"
-    lines = [line for line in patch.body.splitlines() if not re.match(ours, line)]
-    body = "\n".join(lines).rstrip()
+    ours = {key.lower() for key in (APPLIED_UPSTREAM, EXEMPT_TRAILER, BASE_SPECIFIC)}
+    kept = [f"{key}: {value}" for key, value in patch.trailers if key.lower() not in ours]
+    old = patch.applied_upstream
+    applied = f"{APPLIED_UPSTREAM}: {version}" + (f", {old.url}" if old and old.url else "")
     note = (
         f"Rebased onto verl {version}: upstream fixed this in its own way, so this patch keeps only its tests, "
         "which pass on that release and guard the fix."
     )
     exempt = f"{EXEMPT_TRAILER}: tests of a fix that is upstream in verl {version}"
     specific = f"{BASE_SPECIFIC}: verl {version} has the fix upstream, so this queue carries only its tests"
-    return f"{subject}\n\n{body}\n\n{note}\n\n{TRAILER}: {status}\n{exempt}\n{specific}\n"
+    trailers = "\n".join([*kept, applied, exempt, specific])
+    return f"{subject}\n\n{patch.message_without_trailers.rstrip()}\n\n{note}\n\n{trailers}\n"
 
 
 def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list[str], dropped=()) -> list[str]:
@@ -242,6 +299,7 @@ def command_line(args) -> str:
     parts += ["--sha256", args.sha256] if args.sha256 else []
     parts += ["--report", args.report] if args.report else []
     parts += ["--base", args.base] if args.base else []
+    parts += ["--tag-archive", args.tag_archive] if args.tag_archive else []
     return " ".join(parts + (["--write"] if args.write else []) + (["--force"] if args.force else []))
 
 
@@ -297,7 +355,14 @@ def main(argv: list[str] | None = None) -> int:
     refuse_unexported(project, main_tree, "rebase a series that differs from the build tree")
     patches = project.load_patches()
     tag_archive = declared is not None and declared.upstream.is_archive
-    if tag_archive:
+    if args.tag_archive and declared is not None:
+        raise VerlPatchesError(
+            f"--tag-archive {args.tag_archive}: upstream.toml declares {args.onto} already; rebase without the option"
+        )
+    if args.tag_archive:
+        new, sdist, provenance = pin_tag_archive(project, main_tree, old, args.onto, args.tag_archive, print)
+        tag_archive = True
+    elif tag_archive:
         new, sdist = declared.upstream, source.fetch(declared.upstream, project.cache_dir, project.mirror, log=print)
         provenance = "its tag archive, checked against the tree id upstream.toml pins"
     else:
@@ -354,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.write:
             if unresolved:
                 raise VerlPatchesError(f"--write refused: {len(unresolved)} patch(es) conflict; nothing was written")
-            if old.is_archive:
+            if old.is_archive and not tag_archive:
                 raise VerlPatchesError(
                     "--write refused: upstream.toml has no source kind yet for an sdist overlaid on a tag archive; "
                     "nothing was written"

@@ -1,8 +1,9 @@
 """verl-patches status: build/verl compared with patches/.
 
 Exit status: 0 when the tree is what patches/ describes; 1 when the tree holds work that patches/ does
-not have (uncommitted, un-exported, or an operation in progress); 3 when the tree has no such work but
-is not what patches/ describes (patches/ changed since it was built, or an apply did not complete).
+not have (uncommitted, un-exported, on another branch, or an operation in progress); 3 when the tree has no
+such work but is not what patches/ describes (patches/ changed since it was built, an apply did not complete,
+HEAD is detached behind the build) or a file of patches/ is not byte for byte what export would write.
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     if state.clean:
         print(f"{tree.path}: clean, {project.queue}/ is up to date")
         return 0
-    for item in state.incomplete:
+    for item in [*state.incomplete, *([state.behind] if state.behind else [])]:
         print(f"- {item}")
     if state.stale:
         print(f"{project.queue}/ changed since the tree was built (the tree does not have these changes):")
         for item in state.stale:
             print(f"  - {item}")
     if not state.work:
+        for item in state.rewrites:
+            print(f"- {item}")
         return NOT_BUILT_FROM_PATCHES
     print(f"{tree.path} holds work that is not in {project.queue}/:")
     for item in state.work:

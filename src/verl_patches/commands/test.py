@@ -13,7 +13,6 @@ from verl_patches.errors import VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.tree import BuildTree
 from verl_patches.trial import linked_worktree
-from verl_patches.upstream_ci import gpu_unit_test_args
 from verl_patches.venv import ensure, requirements_stamp, run_env
 
 DISTRIBUTED_DIR = "tests/special_distributed/"
@@ -40,7 +39,8 @@ def build_parser():
     device.add_argument(
         "--npu",
         action="store_true",
-        help="run the series' *_on_cpu.py tests with torch_npu (requirements/npu.txt) live; fails without an NPU",
+        help="run the series' *_on_cpu.py tests with torch_npu live, on the Ascend environment's Python named by "
+        "VERL_PATCHES_PYTHON; fails without an NPU",
     )
     device.add_argument(
         "--distributed",
@@ -51,9 +51,9 @@ def build_parser():
     p.add_argument(
         "--upstream",
         action="store_true",
-        help="also run verl's own suite: its CPU suite (as its cpu_unit_tests.yml selects it) on the base and the "
-        "patched tree, failing when a test that passes on the base fails with the series; or with --gpu its GPU "
-        "unit tests as its .github/workflows/gpu_unit_tests.yml selects them",
+        help="also run verl's own suite on the base and the patched tree, failing when a test that passes on the "
+        "base fails, or is not run, with the series: its CPU suite (as its cpu_unit_tests.yml selects it), or with "
+        "--gpu its GPU unit tests (as each tree's .github/workflows/gpu_unit_tests.yml selects them)",
     )
     p.add_argument("--junit-dir", metavar="DIR", help="write one junit XML per pytest run into DIR")
     p.add_argument("--venv-only", action="store_true", help="prepare build/venv and run nothing")
@@ -75,8 +75,6 @@ def requirements_of(project: Project, args) -> list[Path]:
     requirements = [project.requirements_path]
     if args.upstream:  # what verl's own suite needs beyond the series' tests (CPU or GPU)
         requirements.append(project.root / "requirements" / "cpu-upstream.txt")
-    if args.npu:
-        requirements.append(project.root / "requirements" / "npu.txt")
     return requirements
 
 
@@ -104,8 +102,6 @@ def plan(project: Project, tree: BuildTree, python: Path, args) -> list[tuple[st
         commands.append(pytest("series-gpu" if args.gpu else "series-npu" if args.npu else "series-cpu", targets, []))
     else:
         print(f"no *{suffix} tests in the series ({len(project.load_series().names)} patch(es)): nothing to run")
-    if args.upstream and args.gpu:
-        commands.append(pytest("upstream-gpu", gpu_unit_test_args(tree.path), []))
     return commands
 
 
@@ -144,19 +140,30 @@ def main(argv: list[str] | None = None) -> int:
         raise VerlPatchesError("--upstream goes with the CPU tests or with --gpu only")
     if args.nproc < 1:
         raise VerlPatchesError(f"--nproc must be at least 1, got {args.nproc}")
+    if args.npu and not os.environ.get("VERL_PATCHES_PYTHON"):
+        raise VerlPatchesError(
+            "--npu runs on the Python of an Ascend environment (torch and torch_npu built for its CANN): set "
+            "VERL_PATCHES_PYTHON to it (ci/job.sh npu-venv makes one that adds requirements/npu.txt's test packages)"
+        )
     project = project_of(args)
     tree = BuildTree(project.tree_dir) if args.no_apply or args.list else apply_series(project)
     if not tree.exists():
         raise VerlPatchesError(f"no build tree at {tree.path}: run `verl-patches apply`")
     requirements = requirements_of(project, args)
     if args.list:
-        python = Path(os.environ.get("VERL_PATCHES_PYTHON") or project.venv_dir / "bin" / "python")
-        print(f"+ prepare {project.venv_dir} from {', '.join(p.name for p in requirements)}")
+        override = os.environ.get("VERL_PATCHES_PYTHON")
+        python = Path(override or project.venv_dir / "bin" / "python")
+        if override:
+            print(f"+ run with {override} (VERL_PATCHES_PYTHON)")
+        else:
+            print(f"+ prepare {project.venv_dir} from {', '.join(p.name for p in requirements)}")
         if not args.venv_only:
             for _, cmd in plan(project, tree, python, args):
                 print("+ " + shlex.join(cmd))
-            if args.upstream and not args.gpu:
-                print("+ verl's CPU suite on the base and with the series, compared per test")
+            if args.upstream:
+                suite = upstream_suite.GPU if args.gpu else upstream_suite.CPU
+                selection = shlex.join(suite.selection(tree.path))
+                print(f"+ verl's {suite.name} on the base and with the series, compared per test: pytest {selection}")
         return 0
     python = ensure(project.venv_dir, requirements, tree.path)
     if args.venv_only:
@@ -171,37 +178,53 @@ def main(argv: list[str] | None = None) -> int:
         print("+ " + shlex.join(cmd), flush=True)
         returncode = subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
         status = status or returncode
-    if args.upstream and not args.gpu:
-        return upstream_guard(project, tree, python, requirements, args.pytest_args) or status
+    if args.upstream:
+        suite = upstream_suite.GPU if args.gpu else upstream_suite.CPU
+        junit = Path(args.junit_dir).resolve() / f"upstream-{suite.label}" if args.junit_dir else None
+        return upstream_guard(project, tree, python, requirements, args.pytest_args, suite, junit) or status
     return status
 
 
-def upstream_guard(project: Project, tree: BuildTree, python, requirements, extra: list[str]) -> int:
+def upstream_guard(
+    project: Project,
+    tree: BuildTree,
+    python,
+    requirements,
+    extra: list[str],
+    suite: upstream_suite.Suite = upstream_suite.CPU,
+    junit: Path | None = None,
+) -> int:
+    """verl's suite on the base (cached) and with the series, compared per test; junit: prefix of the kept
+    junit files (PREFIX-base*.xml, PREFIX-series*.xml)."""
     upstream = project.load_upstream()
     base = tree.import_commit(upstream)
     if not base:
         raise VerlPatchesError(f"the build tree has no {upstream.tag}: run `verl-patches apply`")
     base_tree = tree.git.out("rev-parse", f"{base}^{{tree}}")
-    key = upstream_suite.cache_key(base_tree, requirements_stamp(requirements), extra)
-    cache = project.base_build_dir / "upstream-suite-base.json"
+    key = upstream_suite.cache_key(base_tree, requirements_stamp(requirements), extra, suite)
+    cache = project.base_build_dir / suite.cache_file
     before = upstream_suite.cached_base(cache, key)
+    name = suite.name
     if before is None:
-        print(f"verl's CPU suite on the base ({upstream.tag}):", flush=True)
+        print(f"verl's {name} on the base ({upstream.tag}):", flush=True)
         with linked_worktree(tree, base, branch="suite-base") as base_tree:
-            before = upstream_suite.run(python, base_tree.path, extra)
+            keep = junit and junit.with_name(junit.name + "-base")
+            before = upstream_suite.run(python, base_tree.path, extra, suite, keep=keep)
         upstream_suite.store_base(cache, key, before)
     else:
-        print(f"verl's CPU suite on the base ({upstream.tag}): outcomes from {cache}")
-    print("verl's CPU suite with the series (committed HEAD, in a scratch worktree):", flush=True)
+        print(f"verl's {name} on the base ({upstream.tag}): outcomes from {cache}")
+    print(f"verl's {name} with the series (committed HEAD, in a scratch worktree):", flush=True)
     with linked_worktree(tree, tree.head() or "HEAD", branch="suite-series") as series_tree:
-        after = upstream_suite.run(python, series_tree.path, extra)
+        keep = junit and junit.with_name(junit.name + "-series")
+        after = upstream_suite.run(python, series_tree.path, extra, suite, keep=keep)
     broken = upstream_suite.regressions(before, after)
-    print(f"upstream CPU suite on the base:        {before.counts()}")
-    print(f"upstream CPU suite with the series:    {after.counts()}")
+    label = f"upstream {suite.label.upper()} suite"
+    print(f"{label} on the base:        {before.counts()}")
+    print(f"{label} with the series:    {after.counts()}")
     missing = upstream_suite.gone(before, after)
     for test_id in missing:
         print(f"  REGRESSION: passes on the base, not run with the series (removed, renamed or skipped): {test_id}")
     for test_id in broken:
         print(f"  REGRESSION: passes on the base, fails with the series: {test_id}")
-    print(f"upstream CPU suite: {len(broken) + len(missing)} regression(s)")
+    print(f"{label}: {len(broken) + len(missing)} regression(s)")
     return 1 if broken or missing else 0

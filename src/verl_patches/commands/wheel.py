@@ -8,12 +8,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
 
+from verl_patches import scratch
 from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
 from verl_patches.errors import VerlPatchesError
 from verl_patches.model.upstream import local_version
+from verl_patches.sdist import unpack_members
 from verl_patches.tree import BuildTree
 
 VERSION_FILE = "verl/version/version"
@@ -28,14 +29,12 @@ def build_parser():
 def build_wheel(tree: BuildTree, version: str, outdir: Path) -> Path:
     epoch = tree.git.out("log", "-1", "--format=%ct", "HEAD")
     archive = tree.git.run("archive", "--format=tar", "HEAD").stdout
-    with tempfile.TemporaryDirectory(prefix="verl-patches-wheel-") as tmp:
+    with scratch.folder("wheel") as tmp:
         src = Path(tmp) / "src"
         out = Path(tmp) / "out"
         src.mkdir()
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            for member in tar.getmembers():
-                member.mode = 0o755 if member.mode & 0o111 else 0o644
-            tar.extractall(src, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(src)
+            unpack_members(tar, src, f"git archive of {tree.path} HEAD")
         (src / VERSION_FILE).write_text(version + "\n")
         env = {**os.environ, "SOURCE_DATE_EPOCH": epoch, "PYTHONHASHSEED": "0"}
         cmd = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)]

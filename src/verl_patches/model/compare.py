@@ -47,11 +47,15 @@ class Comparison:
 
     def drift(self, pending: set[str] = frozenset()) -> list[tuple[str, str, str | None]]:
         """(where, what, reason) for each difference; reason is the Base-Specific trailer that explains it, the
-        hand port it awaits (a name of the old queue in pending), or None when nothing does."""
+        Applied-Upstream trailer of an old patch that the new release has, the hand port it awaits (a name of the
+        old queue in pending), or None when nothing does."""
         found = []
         names_new = re.compile(rf"(?<![\w.]){re.escape(self.new)}(?![\w]|\.\d)")
         for entry in self.only_old:
             trailer = entry.reason if entry.reason and names_new.search(entry.reason) else None
+            applied = entry.patch.applied_upstream
+            if not trailer and applied and applied.released_by(self.new):
+                trailer = f"Applied-Upstream: {applied.format()}"
             reason = trailer or (f"awaits a hand port onto {self.new}" if entry.patch.name in pending else None)
             found.append((f"{self.old}:{entry.patch.name}", f"has no counterpart in {self.new}", reason))
         for entry in self.only_new:

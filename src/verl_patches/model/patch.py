@@ -8,7 +8,18 @@ from email.header import decode_header, make_header
 from email.parser import HeaderParser
 
 from verl_patches.errors import ConfigError
-from verl_patches.model.status import EXEMPT_TRAILER, TRAILER, UpstreamStatus
+from verl_patches.model.trailers import (
+    APPLIED_UPSTREAM,
+    BACKPORT_SUBJECT,
+    BUG,
+    EXEMPT_TRAILER,
+    FORWARDED,
+    ORIGIN,
+    AppliedUpstream,
+    Forwarded,
+    GitHubRef,
+    Origin,
+)
 
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*):\s*(.*)$")
 _DIFF_HEADER = re.compile(rb"^diff --git a/(.+?) b/(.+)$", re.M)
@@ -25,6 +36,7 @@ class Patch:
     files: list[str] = field(default_factory=list)
     added_files: list[str] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
+    changed_lines: dict[str, int] = field(default_factory=dict)  # path -> lines added plus lines removed
     separator_in_message: bool = False
     has_diff: bool = True
 
@@ -32,6 +44,12 @@ class Patch:
     def parse(cls, name: str, data: bytes) -> Patch:
         if not data.startswith(b"From "):
             raise ConfigError(f"{name}: not a git format-patch file (first line must start with 'From ')")
+        if data.split(b"\n", 1)[0].endswith(b"\r"):
+            raise ConfigError(
+                f"{name}: its lines end in CRLF (Windows line endings), not git's LF: it was converted on checkout or "
+                "by an editor. Restore it byte for byte from git (`git checkout -- <file>`: the checkout's "
+                ".gitattributes marks patch files -text), or re-export it from a build tree that holds the patch"
+            )
         head_end = data.find(b"\n\n")
         if head_end < 0:
             raise ConfigError(f"{name}: no blank line after the mail headers")
@@ -47,7 +65,13 @@ class Patch:
         message_part = rest if diff_at < 0 else rest[:diff_at]
         message, separator_in_message = _split_message(message_part.decode("utf-8", errors="replace"))
         diff = b"" if diff_at < 0 else rest[diff_at:]
-        files, added, deleted = _files(diff)
+        problem = cut_short(diff)
+        if problem:
+            raise ConfigError(
+                f"{name}: cut short: {problem}. The file is incomplete (a cut-short copy, a bad merge or a hand "
+                "edit): restore the whole file from git, or re-export it from a build tree that holds the patch"
+            )
+        files, added, deleted, changed = _files(diff)
         return cls(
             name=name,
             subject=" ".join(subject.split()),
@@ -58,6 +82,7 @@ class Patch:
             files=files,
             added_files=added,
             deleted_files=deleted,
+            changed_lines=changed,
             separator_in_message=separator_in_message,
             has_diff=bool(files),
         )
@@ -65,10 +90,42 @@ class Patch:
     def trailer_values(self, key: str) -> list[str]:
         return [v for k, v in self.trailers if k.lower() == key.lower()]
 
+    def _single(self, key: str, parse):
+        values = self.trailer_values(key)
+        return parse(values[0]) if len(values) == 1 else None
+
     @property
-    def upstream_status(self) -> UpstreamStatus | None:
-        values = self.trailer_values(TRAILER)
-        return UpstreamStatus.parse(values[0]) if len(values) == 1 else None
+    def forwarded(self) -> Forwarded | None:
+        """The one well-formed Forwarded trailer (None when missing, repeated or malformed)."""
+        return self._single(FORWARDED, Forwarded.parse)
+
+    @property
+    def origin(self) -> Origin | None:
+        """The one well-formed `Origin: backport, <URL>` trailer: the patch is a backport of that PR."""
+        return self._single(ORIGIN, Origin.parse)
+
+    @property
+    def applied_upstream(self) -> AppliedUpstream | None:
+        return self._single(APPLIED_UPSTREAM, AppliedUpstream.parse)
+
+    @property
+    def bugs(self) -> list[GitHubRef]:
+        """The upstream issues and PRs of the well-formed Bug trailers, in order."""
+        return [ref for ref in map(GitHubRef.parse, self.trailer_values(BUG)) if ref is not None]
+
+    @property
+    def backport_of(self) -> int | None:
+        """N when the subject ends ' (backport of verl#N)'."""
+        match = BACKPORT_SUBJECT.search(self.subject)
+        return int(match.group("number")) if match else None
+
+    @property
+    def message_without_trailers(self) -> str:
+        """The body without its trailer paragraph."""
+        if not self.trailers:
+            return self.body
+        paragraphs = [p for p in re.split(r"\n\s*\n", self.body.strip("\n")) if p.strip()]
+        return "\n\n".join(paragraphs[:-1])
 
     @property
     def exemption(self) -> str | None:
@@ -82,6 +139,10 @@ class Patch:
     @property
     def test_files(self) -> list[str]:
         return [f for f in self.files if f.startswith("tests/") and f.rsplit("/", 1)[-1].startswith("test_")]
+
+    def lines_under(self, prefix: str) -> int:
+        """Lines added plus lines removed in the files under prefix (e.g. 'verl/' or 'tests/')."""
+        return sum(n for path, n in self.changed_lines.items() if path.startswith(prefix))
 
     def tests_matching(self, suffix: str) -> list[str]:
         """Test files this patch adds or changes (not deletes) whose name ends in suffix, e.g. '_on_cpu.py'."""
@@ -126,10 +187,11 @@ def parse_trailers(message: str) -> list[tuple[str, str]]:
     return trailers
 
 
-def _files(diff: bytes) -> tuple[list[str], list[str], list[str]]:
+def _files(diff: bytes) -> tuple[list[str], list[str], list[str], dict[str, int]]:
     files: list[str] = []
     added: list[str] = []
     deleted: list[str] = []
+    changed: dict[str, int] = {}
     blocks = diff.split(b"\ndiff --git ")
     for index, block in enumerate(blocks):
         if not block:
@@ -140,9 +202,90 @@ def _files(diff: bytes) -> tuple[list[str], list[str], list[str]]:
             continue
         path = match.group(2).decode("utf-8", errors="replace")
         files.append(path)
-        head = header.split(b"\n@@", 1)[0]
+        head, _, hunks = header.partition(b"\n@@")
         if b"\nnew file mode " in head:
             added.append(path)
         if b"\ndeleted file mode " in head:
             deleted.append(match.group(1).decode("utf-8", errors="replace"))
-    return files, added, deleted
+        changed[path] = sum(1 for line in hunks.split(b"\n") if line[:1] in (b"+", b"-"))
+    return files, added, deleted, changed
+
+
+_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_EMPTY_BLOB = b"e69de29"
+_PAIRS = ((b"rename from ", b"rename to "), (b"copy from ", b"copy to "), (b"old mode ", b"new mode "))
+
+
+def cut_short(diff: bytes) -> str | None:
+    """Where the first `diff --git` section of a patch's diff is incomplete; None when every section is whole:
+    each hunk holds the lines its header counts, a section with file names has a hunk, binary data is whole."""
+    lines = diff.split(b"\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith(b"diff --git ")]
+    for start, end in zip(starts, [*starts[1:], len(lines) - 1], strict=False):
+        match = _DIFF_HEADER.match(lines[start])
+        path = match.group(2).decode("utf-8", errors="replace") if match else lines[start][11:].decode(errors="replace")
+        problem = _section_problem(lines[start + 1 : end])
+        if problem is None and end == len(lines) - 1 and lines[-1]:
+            problem = "stops inside a line (the file's last line has no newline)"
+        if problem:
+            return f"the section for {path} {problem}"
+    return None
+
+
+def _section_problem(lines: list[bytes]) -> str | None:
+    body = next((i for i, line in enumerate(lines) if line.startswith((b"@@ ", b"GIT binary patch"))), len(lines))
+    header = lines[:body]
+    for first, second in _PAIRS:
+        if any(h.startswith(first) for h in header) and not any(h.startswith(second) for h in header):
+            return f"ends after '{first.decode().strip()}', before '{second.decode().strip()}'"
+    if body < len(lines) and lines[body].startswith(b"GIT binary patch"):
+        return _binary_problem(lines[body + 1 :])
+    if body == len(lines):  # no hunk: whole only as a mode change, a rename, a copy or an empty file
+        if any(h.startswith((b"--- ", b"+++ ")) for h in header):
+            return "ends after its file names, before any hunk"
+        index = next((h for h in header if h.startswith(b"index ")), None)
+        if any(h.startswith((b"new file mode", b"deleted file mode")) for h in header):
+            blobs = index.split()[1].split(b"..") if index else []
+            if len(blobs) != 2 or _EMPTY_BLOB not in blobs[0] + blobs[1]:
+                return "ends after its header, before the file's content"
+        elif not any(h.startswith((b"rename from", b"copy from", b"old mode", b"Binary files ")) for h in header):
+            return "ends after its header, before any change"
+        return None
+    i = body
+    while i < len(lines) and (hunk := _HUNK.match(lines[i])):
+        old, new = (int(count) if count is not None else 1 for count in hunk.groups())
+        i += 1
+        while old > 0 or new > 0:
+            if i >= len(lines):
+                return f"ends inside a hunk ({lines[body].decode(errors='replace')}...)"
+            kind = lines[i][:1]
+            if kind in (b" ", b""):
+                old, new = old - 1, new - 1
+            elif kind == b"-":
+                old -= 1
+            elif kind == b"+":
+                new -= 1
+            elif kind != b"\\":
+                return f"has a hunk with fewer lines than its header counts, at {lines[i][:40]!r}"
+            i += 1
+        while i < len(lines) and lines[i].startswith(b"\\"):
+            i += 1
+    return None
+
+
+def _binary_problem(lines: list[bytes]) -> str | None:
+    """git's base85 blocks: `literal N` or `delta N`, data lines (length letter, 5 characters per 4 bytes), a blank
+    line; at least one whole block."""
+    blocks, i = 0, 0
+    while i < len(lines) and re.match(rb"^(literal|delta) \d+$", lines[i]):
+        i += 1
+        while i < len(lines) and lines[i]:
+            size = lines[i][:1]
+            count = ord(size) - ord("A") + 1 if b"A" <= size <= b"Z" else ord(size) - ord("a") + 27
+            if not (1 <= count <= 52) or len(lines[i]) != 1 + (count + 3) // 4 * 5:
+                return "has a binary block with a damaged line"
+            i += 1
+        if i >= len(lines):
+            return "ends inside its binary data"
+        blocks, i = blocks + 1, i + 1
+    return None if blocks else "ends before its binary data"

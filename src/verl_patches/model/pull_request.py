@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
+from verl_patches.model.trailers import APPLIED_UPSTREAM, BUG, EXEMPT_TRAILER, FORWARDED, ORIGIN, RETIRED
 
 # Which template section each labelled paragraph of a patch message fills.
 WHAT = "What does this PR do?"
@@ -14,6 +16,11 @@ DESIGN = "Design & Code Changes"
 _LABELS = {"Problem:": WHAT, "Fix:": DESIGN, "Tests:": TEST}
 _HEADING = re.compile(r"^(#{2,4}) +(.+?) *$")
 _LIST_ITEM = re.compile(r"^(?:[-*+] |\d+[.)] |\s)")
+# This project's trailers mean nothing upstream: a line that starts with one never reaches a PR body.
+PROJECT_TRAILERS = (FORWARDED, ORIGIN, APPLIED_UPSTREAM, EXEMPT_TRAILER, BASE_SPECIFIC, BUG, RETIRED)
+_PROJECT_LINE = re.compile(rf"^(?:{'|'.join(map(re.escape, PROJECT_TRAILERS))}):", re.I)
+# Asides about this project's `prove` command, e.g. "(prove records each)".
+_PROVE_ASIDE = re.compile(r"\s*\((?:[^()]*\s)?prove records\b[^()]*\)")
 
 
 @dataclass(frozen=True)
@@ -58,9 +65,8 @@ def message_parts(patch: Patch) -> dict[str, list[str]]:
 
     A paragraph that starts with 'Problem:', 'Fix:' or 'Tests:' opens that part (the label is dropped);
     unlabelled paragraphs belong to the part before them."""
-    paragraphs = [p.strip("\n") for p in re.split(r"\n\s*\n", patch.body) if p.strip()]
-    if patch.trailers and paragraphs:
-        paragraphs = paragraphs[:-1]
+    paragraphs = [upstream_text(p) for p in re.split(r"\n\s*\n", patch.message_without_trailers)]
+    paragraphs = [p for p in paragraphs if p.strip()]
     parts: dict[str, list[str]] = {}
     current = WHAT
     for paragraph in paragraphs:
@@ -71,6 +77,18 @@ def message_parts(patch: Patch) -> dict[str, list[str]]:
                 break
         parts.setdefault(current, []).append(unwrap(paragraph))
     return parts
+
+
+def upstream_text(paragraph: str) -> str:
+    """The paragraph without this project's trailer lines and asides about `prove`."""
+    lines = [line for line in paragraph.strip("\n").splitlines() if not _PROJECT_LINE.match(line)]
+    return _PROVE_ASIDE.sub("", "\n".join(lines))
+
+
+def related(patch: Patch) -> str:
+    """The upstream issues and PRs of the patch's Bug trailers, as verl's template asks for them."""
+    refs = [f"{'issue' if ref.kind == 'issues' else 'PR'} {ref.short}" for ref in patch.bugs]
+    return f"Related: {', '.join(refs)}." if refs else ""
 
 
 def unwrap(paragraph: str) -> str:
@@ -95,9 +113,9 @@ def branch_name(patch: Patch) -> str:
 
 def test_section(parts: list[str], patch: Patch, failures: list[str] | None) -> str:
     blocks = list(parts)
-    if patch.exemption is not None:
-        blocks.append(f"These tests are not expected to fail before the change: {patch.exemption}")
-    elif failures:
+    if patch.exemption is not None:  # its tests pass without the change too: no failures to show
+        return "\n\n".join(blocks)
+    if failures:
         shown = "\n".join(failures)
         blocks.append(f"Without the change (the test files alone on the parent commit):\n\n```text\n{shown}\n```")
     elif failures is not None:
@@ -117,7 +135,7 @@ def build(patch: Patch, template: str, failures: list[str] | None = None) -> Pul
     parts = message_parts(patch)
     preamble, sections = split_template(template)
     filled = {
-        WHAT: "\n\n".join(parts.get(WHAT, [])),
+        WHAT: "\n\n".join(filter(None, [*parts.get(WHAT, []), related(patch)])),
         TEST: test_section(parts.get(TEST, []), patch, failures),
         DESIGN: design_section(parts.get(DESIGN, []), patch),
     }

@@ -27,6 +27,9 @@ SOURCES = (GIT_ARCHIVE, PYPI_SDIST, SDIST_OVER_ARCHIVE)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# A tag and a name become part of a file name in the cache: a plain name, no '/' and no '..'.
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,19 @@ class Upstream:
             if value and not _SHA1.match(value):
                 raise ConfigError(f"{source}: {key} {table[key]!r} is not a 40-hex-digit git object id")
         repository = str(table.get("repository", ""))
-        if repository and not _REPOSITORY.match(repository):
+        if repository and (not _REPOSITORY.match(repository) or ".." in repository):
             raise ConfigError(f"{source}: repository {repository!r} is not of the form owner/name")
+        tag = str(table.get("tag", ""))
+        if tag and (not _TAG.match(tag) or ".." in tag):
+            raise ConfigError(
+                f"{source}: {label} tag {tag!r} is not a plain tag name (letters, digits and '._+-', no '/' and no "
+                "'..'): it names the archive's file in the download cache"
+            )
+        if not _NAME.match(table["name"]) or ".." in table["name"]:
+            raise ConfigError(
+                f"{source}: {label} name {table['name']!r} is not a package name (letters, digits and '._-'): it "
+                "names the sdist's file in the download cache"
+            )
         return cls(
             name=table["name"],
             version=table["version"],
