@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The NPU smoke script, relative to the patched tree.
-NPU_SMOKE_SCRIPT=${NPU_SMOKE_SCRIPT:-tests/special_npu/run_qwen3_5_2b_grpo_megatron.sh}
+NPU_SMOKE_SCRIPT=${NPU_SMOKE_SCRIPT:-tests/special_npu/nightly_ci_ascend/run_grpo_qwen3_5_2b_megatron_npu.sh}
 TOOL=.venv/bin/verl-patches
 # The NPU job's test environment: the image's Python with its own packages, plus requirements/npu.txt.
 NPU_VENV=build/npu-venv
