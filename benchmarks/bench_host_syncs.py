@@ -9,13 +9,12 @@ folder (nothing is written to it); the patched tree is build/<version>/verl itse
 Each tree is measured in its own subprocess of build/venv/bin/python (or VERL_PATCHES_PYTHON) with the
 tree first on sys.path; the run fails if verl is imported from anywhere else.
 
-Counting: every figure is the count of the series' counter (tests/models/_host_sync.py of that tree, a
-TorchDispatchMode that counts scalar reads, nonzero, boolean indexing, masked_select, copies to the host
-and .tolist()) plus the Tensor.tolist() calls made inside nested-tensor ops, which that counter does not
-see (e.g. nt[i] and nt.unbind() read the offsets with .tolist() below its torch-function level); those
-are counted by patching Tensor.tolist, and the `nested .tolist` columns say how many of the total they
-are. On CPU every .tolist() is counted, including lists that stay on the host in a device run, so the
-counts are upper bounds for a device run; on an accelerator each sync waits for the device.
+Counting: every figure is the count of the series' counter (tests/utils/host_sync.py of the patched tree:
+scalar reads, nonzero, boolean indexing, masked_select, copies to the host, and every Tensor.tolist() and
+.numpy() call, including the offsets a nested tensor reads inside nt[i] and nt.unbind()); the `.tolist`
+columns say how many of the total are .tolist() calls. On CPU every .tolist() is counted, including lists
+that stay on the host in a device run, so the counts are upper bounds for a device run; on an accelerator
+each sync waits for the device.
 
 Setting: CPU tensors, a single rank (TP = CP = 1), one intra-op thread; wall time is the median of
 --repeats calls after one warm-up call. The `(NPU)` rows set `is_npu_available` in verl.models.mcore.util
@@ -50,7 +49,7 @@ MINDSPEED_MODULES = (
 
 
 def _worker(counter_path: str, batch_sizes: list[int], repeats: int) -> dict:
-    """Runs inside a tree's subprocess: {"<row>|<B>": [syncs, nested .tolist, ms] or "error"}."""
+    """Runs inside a tree's subprocess: {"<row>|<B>": [syncs, .tolist calls, ms] or "error"}."""
     import importlib.util
     import statistics
     import time
@@ -61,7 +60,7 @@ def _worker(counter_path: str, batch_sizes: list[int], repeats: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    spec = importlib.util.spec_from_file_location("_host_sync", counter_path)
+    spec = importlib.util.spec_from_file_location("host_sync", counter_path)
     host_sync = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(host_sync)
 
@@ -81,40 +80,16 @@ def _worker(counter_path: str, batch_sizes: list[int], repeats: int) -> dict:
     util.mpu.get_context_parallel_rank = lambda: 0
     util.mpu.get_context_parallel_group = lambda: None
 
-    # Every .tolist() is counted once by patching Tensor.tolist. A call made while a torch-function mode is
-    # active (the counter's) goes to that mode, which is handed torch.Tensor.tolist as it is then (this
-    # function) and calls it again with the mode off: the call is counted there, not twice. The counter
-    # records the calls it sees as `tolist` once it knows this function; the rest are the calls made inside
-    # nested-tensor ops, below its level.
-    original_tolist = torch.Tensor.tolist
-    tolist_calls = [0]
-
-    def counting_tolist(self):
-        if not torch._C._is_torch_function_mode_enabled():
-            tolist_calls[0] += 1
-        return original_tolist(self)
-
-    counting_tolist.__name__ = "tolist"
-    host_sync._HOST_METHODS.add(counting_tolist)
-
     def measure(call):
         call()  # warm-up
-        tolist_calls[0] = 0
-        torch.Tensor.tolist = counting_tolist
-        try:
-            with host_sync.HostSyncCounter() as counter:
-                call()
-        finally:
-            torch.Tensor.tolist = original_tolist
-        nested_tolist = tolist_calls[0] - counter.ops.get("tolist", 0)
-        if nested_tolist < 0:
-            raise RuntimeError(f"counted {tolist_calls[0]} .tolist() calls, fewer than the counter's {counter.ops}")
+        with host_sync.HostSyncCounter() as counter:
+            call()
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
             call()
             times.append(time.perf_counter() - start)
-        return [counter.count + nested_tolist, nested_tolist, statistics.median(times) * 1e3]
+        return [counter.count, counter.ops.get("tolist", 0), statistics.median(times) * 1e3]
 
     def on_npu(call):
         def run():
@@ -214,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
     patched = default_tree(args.base)
     python = os.environ.get("VERL_PATCHES_PYTHON", str(build_dir() / "venv" / "bin" / "python"))
-    counter = patched / "tests" / "models" / "_host_sync.py"
+    counter = patched / "tests" / "utils" / "host_sync.py"
     if not counter.is_file() or not Path(python).exists():
         raise SystemExit(f"needs {counter} and {python}: run `make apply` and `verl-patches test` first")
     tag = subprocess.run(
@@ -240,11 +215,11 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"base: {tag}; series: {shown} ({patches} patches); CPU, TP = CP = 1, one thread, "
-        f"median of {args.repeats} calls; syncs include the nested-op .tolist() reads"
+        f"median of {args.repeats} calls; syncs include every .tolist() call"
     )
     header = (
         f"{'row':<30}{'B':>5}  {'syncs base':>10} {'syncs series':>12}  "
-        f"{'nested .tolist base/series':>26}  {'ms base':>9} {'ms series':>9}"
+        f"{'.tolist base/series':>26}  {'ms base':>9} {'ms series':>9}"
     )
     print(header)
     print("-" * len(header))
