@@ -64,3 +64,16 @@ def test_a_change_of_torch_index_rebuilds_the_venv(tmp_path, requirements, monke
     assert ensure() == []
     monkeypatch.setenv("TORCH_INDEX_URL", "https://download.pytorch.org/whl/cu128")
     assert len(ensure()) == 2
+
+
+def test_a_nodeps_file_is_installed_without_dependencies_after_the_others(tmp_path, requirements):
+    nodeps = tmp_path / "cpu-test-nodeps.txt"
+    nodeps.write_text("nemo-automodel==0.7.0\n")
+    rest, last = venv.install_commands(venv.Path("py"), [requirements, nodeps], "")
+    assert rest[-2:] == ["-r", str(requirements)] and str(nodeps) not in rest
+    assert last[-3:] == ["--no-deps", "-r", str(nodeps)]
+
+
+def test_a_missing_nodeps_file_installs_nothing(tmp_path, requirements):
+    (cmd,) = venv.install_commands(venv.Path("py"), [requirements, tmp_path / "cpu-test-nodeps.txt"], "")
+    assert cmd[-2:] == ["-r", str(requirements)]

@@ -120,6 +120,11 @@ class Project:
     def requirements_path(self) -> Path:
         return self.root / "requirements" / "cpu-test.txt"
 
+    @property
+    def requirements_paths(self) -> list[Path]:
+        """The requirements of build/venv: cpu-test.txt, then cpu-test-nodeps.txt (installed with --no-deps)."""
+        return [self.requirements_path, self.root / "requirements" / "cpu-test-nodeps.txt"]
+
     def load_upstream(self) -> Upstream:
         return self.selected().upstream
 

@@ -15,6 +15,8 @@ from verl_patches.errors import VerlPatchesError
 STAMP = ".verl-patches-requirements"
 # The index torch is installed from (e.g. https://download.pytorch.org/whl/cpu); empty: pip's own configuration.
 TORCH_INDEX_ENV = "TORCH_INDEX_URL"
+# A requirements file whose name ends so is installed with --no-deps, after the others.
+NO_DEPS_SUFFIX = "-nodeps.txt"
 
 
 def _python(venv: Path) -> Path:
@@ -86,8 +88,13 @@ def install_commands(python: Path, requirements: list[Path], index: str) -> list
         commands.append([*pip, "--isolated", "install", *quiet, "--index-url", index, torch_requirement(requirements)])
     rest = [*pip, "install", *quiet]
     for path in requirements:
-        rest += ["-r", str(path)]
+        if not path.name.endswith(NO_DEPS_SUFFIX):
+            rest += ["-r", str(path)]
     commands.append(rest)
+    for path in requirements:
+        # Packages whose own dependency pins would replace the pinned ones: installed without them.
+        if path.name.endswith(NO_DEPS_SUFFIX) and path.exists():
+            commands.append([*pip, "install", *quiet, "--no-deps", "-r", str(path)])
     return commands
 
 

@@ -100,11 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     project = project_of(args)
     start = time.monotonic()
-    python = ensure(project.venv_dir, [project.requirements_path], project.tree_dir)
+    python = ensure(project.venv_dir, project.requirements_paths, project.tree_dir)
     cache = project.build_dir / "prove-cache.json"
     if args.no_cache and cache.exists():
         cache.unlink()
-    stamp = requirements_stamp([project.requirements_path])
+    stamp = requirements_stamp(project.requirements_paths)
     runner = PytestRunner(python=python, cache_path=cache, env_stamp=stamp)
     proofs = prove(project, runner)
     proof_record.update(

@@ -370,8 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         new, sdist, provenance = fetch_new(project, args.onto, expected, print)
         if declared and not args.sha256:
             provenance = "verified against upstream.toml"
-    python = ensure(project.venv_dir, [project.requirements_path], project.tree_dir)
-    stamp = requirements_stamp([project.requirements_path])
+    python = ensure(project.venv_dir, project.requirements_paths, project.tree_dir)
+    stamp = requirements_stamp(project.requirements_paths)
     runner = PytestRunner(python=python, cache_path=project.build_dir / "prove-cache.json", env_stamp=stamp)
     branch = f"rebase/{new.version}"
     archive = old if old.is_archive else old.over

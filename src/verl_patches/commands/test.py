@@ -72,7 +72,7 @@ def series_tests(project: Project, suffix: str) -> list[str]:
 
 
 def requirements_of(project: Project, args) -> list[Path]:
-    requirements = [project.requirements_path]
+    requirements = list(project.requirements_paths)
     if args.upstream:  # what verl's own suite needs beyond the series' tests (CPU or GPU)
         requirements.append(project.root / "requirements" / "cpu-upstream.txt")
     return requirements
