@@ -4,17 +4,22 @@ pull request (printed, never run: the `gh` stub fails the test when called)."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 import test_workflows
+import yaml
 from conftest import FAKE_COMMIT, make_archive, make_sdist
 from fake_index import write_index
 from test_model import mbox
 from test_workflows import BASES, ROOT, failures, replay, step_output
+
+from verl_patches.upstream_index import Index
 
 runner = test_workflows.runner  # the fixture, used here too
 
@@ -120,3 +125,41 @@ def test_propose_never_overwrites_a_branch_that_people_committed_to(tmp_path, au
     else:
         assert "follow/verl-1.1.0 holds 1 commit(s) by others: left as it is" in proc.stdout
         assert tip == "old" and calls == ""
+
+
+def test_the_watch_step_asks_githubs_api_with_the_workflows_token():
+    """Without a token GitHub's REST API allows 60 requests an hour per IP address, which hosted runners share: a
+    rate-limited answer would leave the tag list (and the pull request states) out of the weekly run."""
+    data = yaml.safe_load((ROOT / ".github" / "workflows" / "watch.yml").read_text())
+    (step,) = [s for s in data["jobs"]["follow"]["steps"] if s.get("run") == "make ci-follow-watch"]
+    assert (step.get("env") or {}).get("GITHUB_TOKEN") == "${{ github.token }}"
+
+
+def test_github_token_is_sent_to_githubs_api_only(tmp_path, monkeypatch):
+    seen = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            seen.append((self.path, self.headers.get("Authorization")))
+            body = b"[]" if "/tags" in self.path else b'{"releases": {}}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+        index = Index(pypi=f"{url}/pypi", github=f"{url}/github")
+        index.pypi_project("verl")
+        index.github_tags("verl-project/verl")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [("/pypi/verl/json", None), ("/github/repos/verl-project/verl/tags?per_page=100", "Bearer t0ken")]
