@@ -158,8 +158,11 @@ propose)
         printf '\n\n(cut at %s characters: the whole body is in the run'"'"'s artifact)\n' "$BODY_LIMIT" >>"$OUT/pr-body.md"
     fi
     bot="41898283+github-actions[bot]@users.noreply.github.com"
-    # A branch that holds commits by people (hand ports, say) is never overwritten.
-    if [ "$DRY" != 1 ] && git fetch --quiet origin "refs/heads/$branch" 2>/dev/null; then
+    # A branch that holds commits by people (hand ports, say) is never overwritten. actions/checkout clones with
+    # depth 1: without main's history, HEAD..FETCH_HEAD would also list main's commits older than HEAD.
+    unshallow=()
+    [ "$(git rev-parse --is-shallow-repository)" != true ] || unshallow=(--unshallow)
+    if [ "$DRY" != 1 ] && git fetch --quiet "${unshallow[@]}" origin "refs/heads/$branch" 2>/dev/null; then
         others=$(git log --format=%ae "HEAD..FETCH_HEAD" | grep -cvxF "$bot" || true)
         if [ "$others" != 0 ]; then
             echo "$branch holds $others commit(s) by others: left as it is (not pushed, its pull request not edited);"

@@ -118,11 +118,13 @@ Forwarded: no
 def hostile_git(tmp_path, monkeypatch):
     """A global git config that would change format-patch and am output if it leaked through."""
     config = tmp_path / "hostile-gitconfig"
+    (tmp_path / "hostile-signature").write_text("hostile signature file\n")
     config.write_text(
         "[user]\n\tname = Some Person\n\temail = person@example.com\n"
         "[diff]\n\tnoprefix = true\n\tcontext = 5\n\tmnemonicPrefix = true\n"
         "[core]\n\tautocrlf = true\n\tabbrev = 7\n"
         "[format]\n\tsignature = hostile signature\n\tnumbered = true\n\tsuffix = .diff\n"
+        f"\tsignatureFile = {tmp_path / 'hostile-signature'}\n"
         "[am]\n\tthreeWay = false\n"
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))

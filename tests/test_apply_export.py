@@ -7,6 +7,8 @@ import subprocess
 import pytest
 from conftest import GOOD_MESSAGE, make_sdist, sha256
 
+from verl_patches.model.patch import END_MARKER
+
 TEST_FILE = "tests/models/test_util_on_cpu.py"
 
 
@@ -61,6 +63,7 @@ def test_export_round_trip_is_byte_stable_under_hostile_config(checkout):
     text = b"".join(exported.values())
     assert b"diff --git a/verl/models/util.py b/verl/models/util.py" in text  # no noprefix leak
     assert b"hostile signature" not in text
+    assert all(data.endswith(END_MARKER) for name, data in exported.items() if name.endswith(".patch"))
     assert b"From 0000000000000000000000000000000000000000" in text
     assert b"line 2\r\n" in text  # CRLF kept as bytes
     assert b"[PATCH" not in text

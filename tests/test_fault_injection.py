@@ -3,7 +3,9 @@
 command must then succeed without manual steps, and no committed, exported or backed-up work may be lost.
 The queue writer is stopped at each of its steps, and a check is killed inside its scratch work tree.
 
-Deterministic seed; bounded count and time. The figures appear in pytest's terminal summary, with the count
+Deterministic seed; at most ATTEMPTS commands, and none started after TIME_BUDGET_S once MIN_INJECTED interrupts
+have landed (on a slow or shared machine fewer attempts fit in the budget: the test then goes on, up to ATTEMPTS,
+until that many have landed). The figures appear in pytest's terminal summary, with the count
 of every test marked `attack` (tests/test_*.py) tried and survived."""
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from verl_patches.model.upstream import Upstream
 
 SEED = 20261130
 ATTEMPTS = 30
-TIME_BUDGET_S = 45.0
+TIME_BUDGET_S = 45.0  # past it, no new attempt once MIN_INJECTED interrupts have landed
 MIN_INJECTED = 10
 OPS = (("apply",), ("export",), ("apply", "--force"))
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
@@ -96,7 +98,7 @@ def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
     began = time.monotonic()
     attempts = 0
     for attempt in range(ATTEMPTS):
-        if time.monotonic() - began > TIME_BUDGET_S:
+        if time.monotonic() - began > TIME_BUDGET_S and injected >= MIN_INJECTED:
             break
         attempts += 1
         op = OPS[attempt % len(OPS)]

@@ -9,6 +9,8 @@ import sys
 import pytest
 from conftest import make_sdist, sha256
 
+from verl_patches.model.patch import END_MARKER
+
 BUGGY = "def clamp(x):\n    return x\n"
 FIXED = "def clamp(x):\n    return max(x, 0)\n"
 UPSTREAM_OWN_FIX = "def clamp(x):\n    if x < 0:\n        return 0\n    return x\n"
@@ -182,6 +184,30 @@ def test_range_diff_between_two_refs(lifecycle, capsys):
     assert lifecycle.cli("range-diff", "HEAD") == 0
     out = capsys.readouterr().out
     assert "1:" in out and "! 1:" in out and "clamp negative values v2" in out
+
+
+def test_range_diff_against_a_ref_whose_patches_predate_the_end_marker(lifecycle, capsys):
+    add_clamp_fix(lifecycle)
+    assert lifecycle.cli("export") == 0
+    exported = {p: p.read_bytes() for p in (lifecycle.root / "patches").glob("*.patch")}
+    for path, data in exported.items():  # as export wrote them before it ended them with its marker
+        path.write_bytes(data.removesuffix(END_MARKER[1:]))
+    project = ["git", "-C", str(lifecycle.root)]
+    subprocess.run([*project, "init", "-q"], check=True)
+    subprocess.run([*project, "add", "-A"], check=True)
+    subprocess.run([*project, "commit", "-qm", "v1"], check=True)
+    for path, data in exported.items():
+        path.write_bytes(data)
+    lifecycle.user_git("commit", "-q", "--amend", "-F", "-", input=message("[megatron] fix: clamp negative values v2"))
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "1:" in out and "! 1:" in out and "clamp negative values v2" in out
+    (path,) = (lifecycle.root / "patches").glob("*.patch")
+    path.write_bytes(path.read_bytes().removesuffix(END_MARKER[1:]))  # the working copy itself must have it
+    assert lifecycle.cli("range-diff", "HEAD") == 1
+    assert path.name in (err := capsys.readouterr().err) and "end marker" in err, err
 
 
 def test_range_diff_against_a_ref_whose_queue_is_empty_lists_the_added_patches(lifecycle, capsys):

@@ -12,13 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verl_patches.errors import ConfigError
-from verl_patches.model.patch import Patch, parse_trailers
+from verl_patches.model.patch import END_MARKER, Patch, parse_trailers
 from verl_patches.model.series import Series, slug, unique_names
 from verl_patches.model.trailers import AppliedUpstream, Forwarded, GitHubRef, Origin
 from verl_patches.model.upstream import Upstream, local_version
 
 DEFAULT_BODY = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\n"
 IDENT = "verl-patches <verl-patches@users.noreply.github.com>"
+
+
+END = END_MARKER.decode()[1:]  # export's signature block: '-- ', 'verl-patches', a blank line
 
 
 def mbox(subject="[megatron] fix: a thing", body=DEFAULT_BODY, files=("verl/a.py",), author=IDENT, after_sep=""):
@@ -30,6 +33,7 @@ def mbox(subject="[megatron] fix: a thing", body=DEFAULT_BODY, files=("verl/a.py
     text = (
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
         f"From: {author}\nDate: Sun, 29 Nov 2026 10:00:00 +0000\nSubject: {subject}\n\n{body}---\n{after_sep}\n{diff}"
+        f"{END}"
     )
     return text.encode()
 
@@ -90,8 +94,8 @@ def test_changed_lines_count_added_and_removed_lines_of_every_hunk():
         "diff --git a/verl/a.py b/verl/a.py\nindex 1111111..2222222 100644\n--- a/verl/a.py\n+++ b/verl/a.py\n"
         "@@ -1,3 +1,3 @@\n keep\n-old\n+new\n keep\n@@ -10,1 +10,3 @@\n keep\n+added\n+--- not a header\n"
     )
-    head = mbox(files=()).decode().rstrip("\n")
-    patch = Patch.parse("p.patch", f"{head}\n{diff}".encode())
+    head = mbox(files=()).decode().removesuffix(END).rstrip("\n")
+    patch = Patch.parse("p.patch", f"{head}\n{diff}{END}".encode())
     assert patch.changed_lines == {"verl/a.py": 4}  # -old, +new, +added and +--- not a header
 
 
@@ -108,6 +112,30 @@ def test_patch_parse_detects_a_separator_inside_the_message():
 def test_patch_parse_rejects_non_mbox():
     with pytest.raises(ConfigError, match="not a git format-patch"):
         Patch.parse("x.patch", b"diff --git a/x b/x\n")
+
+
+def test_the_end_marker_is_not_part_of_the_patch():
+    patch = Patch.parse("p.patch", mbox(files=("verl/a.py", "verl/b.py")))
+    assert patch.files == ["verl/a.py", "verl/b.py"] and patch.changed_lines == {"verl/a.py": 1, "verl/b.py": 1}
+    assert "verl-patches" not in Patch.parse("p.patch", mbox(files=())).body
+
+
+END_MARKER_CUTS = {
+    "before-the-second-section": lambda d: d[: d.rindex(b"\ndiff --git ") + 1],
+    "without-the-marker": lambda d: d.removesuffix(END.encode()),
+    "inside-the-marker": lambda d: d[:-5],
+    "inside-the-separator": lambda d: d.removesuffix(END.encode()) + b"-- ",
+    "another-signature": lambda d: d.removesuffix(END.encode()) + b"-- \n2.39.5\n\n",
+    "text-after-the-marker": lambda d: d + b"\n",
+}
+
+
+@pytest.mark.parametrize("cut", list(END_MARKER_CUTS))
+def test_a_patch_without_the_end_marker_is_refused(cut):
+    data = END_MARKER_CUTS[cut](mbox(files=("verl/a.py", "verl/b.py")))
+    with pytest.raises(ConfigError, match=r"p\.patch: may be cut short: it does not end with the end marker") as exc:
+        Patch.parse("p.patch", data)
+    assert "verl-patches export" in str(exc.value) and "append it" in str(exc.value)
 
 
 def test_trailers_only_from_last_paragraph():

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import message
 
+from verl_patches.model.patch import END_MARKER
+
 
 def two_file_patch(checkout) -> tuple:
     """One exported patch that changes two files; returns its path and bytes."""
@@ -29,11 +31,14 @@ def cut_after(data: bytes, marker: bytes, extra_lines: int = 0) -> bytes:
 
 
 CUTS = {
+    "before-the-second-section": lambda d: d[: d.rindex(b"\ndiff --git ") + 1],  # every section left is whole
     "after-the-index-line": lambda d: cut_after(d, b"index ", 0),
     "after-the-file-names": lambda d: cut_after(d, b"+++ ", 0),
     "inside-a-hunk": lambda d: cut_after(d, b"@@ ", 3),
-    "inside-a-line": lambda d: d[:-3],
+    "inside-a-line": lambda d: d[: -len(END_MARKER) - 2],
+    "inside-the-end-marker": lambda d: d[:-3],
 }
+NO_MARKER = ("before-the-second-section", "inside-the-end-marker")  # every diff section left is whole
 
 
 @pytest.mark.attack
@@ -45,7 +50,11 @@ def test_a_cut_short_patch_is_refused_before_git_am(checkout, capsys, cut):
     capsys.readouterr()
     assert checkout.cli("apply") == 1
     err = capsys.readouterr().err
-    assert "cut short" in err and path.name in err and "verl/second.py" in err, err
+    assert "cut short" in err and path.name in err, err
+    if cut in NO_MARKER:
+        assert "end marker" in err and "verl-patches export" in err, err
+    else:
+        assert "verl/second.py" in err, err
     assert "git am --" not in err and "Traceback" not in err
     assert checkout.user_git("rev-parse", "HEAD") == head  # refused before the tree was touched
     assert checkout.cli("check", "--no-upstream-checks") == 1
@@ -67,7 +76,7 @@ def test_crlf_line_endings_are_named(checkout, capsys):
 
 
 BREAKS = {
-    "no-diff": lambda d: d[: d.index(b"\ndiff --git") + 1],  # git am: "Patch is empty", and its advice
+    "no-diff": lambda d: d[: d.index(b"\ndiff --git") + 1] + END_MARKER[1:],  # git am: "Patch is empty", advice
     "conflict": lambda d: d.replace(b" def build_mask", b" def something_else").replace(b"index ", b"index-broken "),
 }
 
@@ -101,7 +110,13 @@ def test_a_missing_queue_folder_is_an_error_not_an_empty_queue(checkout, capsys,
 
 
 def signature(data: bytes) -> bytes:
-    return data + b"-- \n2.39.5\n\n"
+    """Another signature block before export's end marker: the file is whole, but not what export writes."""
+    return data[: -len(END_MARKER) + 1] + b"-- \n2.39.5\n\n" + END_MARKER[1:]
+
+
+def foreign_signature(data: bytes) -> bytes:
+    """A signature block in place of export's end marker (git format-patch's default, by hand)."""
+    return data[: -len(END_MARKER) + 1] + b"-- \n2.39.5\n\n"
 
 
 def latin1_subject(data: bytes) -> bytes:
@@ -124,3 +139,25 @@ def test_status_check_and_export_agree_on_what_export_writes(checkout, capsys, c
     assert checkout.cli("export") == 0
     assert not path.exists() or path.read_bytes() != change(whole)
     assert checkout.cli("status") == 0
+
+
+@pytest.mark.attack
+def test_a_foreign_signature_block_is_refused_and_reported(checkout, capsys):
+    path, whole = two_file_patch(checkout)
+    head = checkout.user_git("rev-parse", "HEAD")
+    path.write_bytes(foreign_signature(whole))
+    capsys.readouterr()
+    assert checkout.cli("apply") == 1
+    err = capsys.readouterr().err
+    assert path.name in err and "end marker" in err and "verl-patches export" in err, err
+    assert checkout.user_git("rev-parse", "HEAD") == head
+    assert checkout.cli("check", "--no-upstream-checks") == 1
+    out = capsys.readouterr().out
+    assert path.name in out and "end marker" in out, out
+    assert checkout.cli("status") != 0
+    out = capsys.readouterr().out
+    assert "changed since" in out and "clean" not in out, out
+    assert checkout.cli("export", "--force") == 0  # the tree still holds the patch: export writes it whole
+    assert path.read_bytes() == whole
+    assert checkout.cli("status") == 0
+    assert checkout.cli("apply") == 0

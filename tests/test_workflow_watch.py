@@ -4,17 +4,22 @@ pull request (printed, never run: the `gh` stub fails the test when called)."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 import test_workflows
+import yaml
 from conftest import FAKE_COMMIT, make_archive, make_sdist
 from fake_index import write_index
 from test_model import mbox
 from test_workflows import BASES, ROOT, failures, replay, step_output
+
+from verl_patches.upstream_index import Index
 
 runner = test_workflows.runner  # the fixture, used here too
 
@@ -85,26 +90,40 @@ def test_a_new_release_is_rebased_and_proposed_without_a_network_write(new_relea
 BOT = "41898283+github-actions[bot]@users.noreply.github.com"
 
 
-@pytest.mark.parametrize(("author", "overwritten"), [(BOT, True), ("person@example.com", False)])
-def test_propose_never_overwrites_a_branch_that_people_committed_to(tmp_path, author, overwritten):
-    """ci/follow.sh propose without a dry run, against a local origin whose follow branch has a commit by author."""
-    work, origin = tmp_path / "work", tmp_path / "origin.git"
-    (work / "ci").mkdir(parents=True)
-    shutil.copy2(ROOT / "ci" / "follow.sh", work / "ci" / "follow.sh")
+@pytest.mark.parametrize(
+    ("author", "shallow", "overwritten"),
+    [(BOT, False, True), ("person@example.com", False, False), (BOT, True, True), ("person@example.com", True, False)],
+    ids=["bot", "person", "bot-shallow-checkout", "person-shallow-checkout"],
+)
+def test_propose_never_overwrites_a_branch_that_people_committed_to(tmp_path, author, shallow, overwritten):
+    """ci/follow.sh propose without a dry run, against a local origin whose follow branch has a commit by author.
+    shallow: the workflow's checkout is a depth-1 clone (as actions/checkout makes it) of a main that moved on
+    after the follow branch was made, so that the branch's base is not in the checkout's history."""
+    seed, work, origin = tmp_path / "seed", tmp_path / "work", tmp_path / "origin.git"
+    (seed / "ci").mkdir(parents=True)
+    shutil.copy2(ROOT / "ci" / "follow.sh", seed / "ci" / "follow.sh")
+    (seed / ".gitignore").write_text("build/\n.venv\n")
+    ident = ["-c", "user.name=someone", "-c", f"user.email={author}"]
+    people = ["-c", "user.name=a person", "-c", "user.email=person@example.com"]
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    for args in (["init", "-q", "-b", "main"], ["add", ".gitignore", "ci"], [*people, "commit", "-qm", "main"],
+                 ["remote", "add", "origin", str(origin)], ["push", "-q", "origin", "main"],
+                 ["switch", "-qc", "follow/verl-1.1.0"], [*ident, "commit", "-q", "--allow-empty", "-m", "old"],
+                 ["push", "-q", "origin", "follow/verl-1.1.0"], ["switch", "-q", "main"],
+                 [*people, "commit", "-q", "--allow-empty", "-m", "main moves on"],
+                 ["push", "-q", "origin", "main"]):  # fmt: skip
+        git(seed, *args)
+    if shallow:
+        git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "main", f"file://{origin}", str(work))
+        assert git(work, "rev-parse", "--is-shallow-repository").strip() == "true"
+    else:
+        shutil.copytree(seed, work, symlinks=True)
     (work / ".venv").symlink_to(sys.prefix)
     (work / "upstream.toml").write_text('[base."1.1.0"]\nname = "verl"\n')
     (work / "patches" / "1.1.0").mkdir(parents=True)
     (work / "patches" / "1.1.0" / "series").write_text("# series\n")
-    (work / ".gitignore").write_text("build/\n.venv\n")
     (work / "build" / "follow").mkdir(parents=True)
     (work / "build" / "follow" / "watch.env").write_text("WATCH_BASE=1.0.0\nWATCH_VERSION=1.1.0\n")
-    ident = ["-c", "user.name=someone", "-c", f"user.email={author}"]
-    git(tmp_path, "init", "-q", "--bare", str(origin))
-    for args in (["init", "-q", "-b", "main"], ["add", ".gitignore", "ci"], [*ident, "commit", "-qm", "main"],
-                 ["remote", "add", "origin", str(origin)], ["push", "-q", "origin", "main"],
-                 ["switch", "-qc", "follow/verl-1.1.0"], [*ident, "commit", "-q", "--allow-empty", "-m", "old"],
-                 ["push", "-q", "origin", "follow/verl-1.1.0"], ["switch", "-q", "main"]):  # fmt: skip
-        git(work, *args)
     stubs = tmp_path / "stubs"
     stubs.mkdir()
     (stubs / "gh").write_text('#!/bin/sh\necho "$*" >> "$(dirname "$0")/gh.calls"\n')
@@ -115,8 +134,46 @@ def test_propose_never_overwrites_a_branch_that_people_committed_to(tmp_path, au
     tip = git(origin, "log", "-1", "--format=%s", "follow/verl-1.1.0").strip()
     calls = (stubs / "gh.calls").read_text() if (stubs / "gh.calls").exists() else ""
     if overwritten:
-        assert tip == "patches: follow verl 1.1.0 (rebase of the 1.0.0 queue)"
+        assert tip == "patches: follow verl 1.1.0 (rebase of the 1.0.0 queue)", proc.stdout
         assert "pr create --draft --head follow/verl-1.1.0 " in calls
     else:
         assert "follow/verl-1.1.0 holds 1 commit(s) by others: left as it is" in proc.stdout
         assert tip == "old" and calls == ""
+
+
+def test_the_watch_step_asks_githubs_api_with_the_workflows_token():
+    """Without a token GitHub's REST API allows 60 requests an hour per IP address, which hosted runners share: a
+    rate-limited answer would leave the tag list (and the pull request states) out of the weekly run."""
+    data = yaml.safe_load((ROOT / ".github" / "workflows" / "watch.yml").read_text())
+    (step,) = [s for s in data["jobs"]["follow"]["steps"] if s.get("run") == "make ci-follow-watch"]
+    assert (step.get("env") or {}).get("GITHUB_TOKEN") == "${{ github.token }}"
+
+
+def test_github_token_is_sent_to_githubs_api_only(tmp_path, monkeypatch):
+    seen = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            seen.append((self.path, self.headers.get("Authorization")))
+            body = b"[]" if "/tags" in self.path else b'{"releases": {}}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+        index = Index(pypi=f"{url}/pypi", github=f"{url}/github")
+        index.pypi_project("verl")
+        index.github_tags("verl-project/verl")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [("/pypi/verl/json", None), ("/github/repos/verl-project/verl/tags?per_page=100", "Bearer t0ken")]

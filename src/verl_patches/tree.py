@@ -19,7 +19,7 @@ from verl_patches.errors import (
     VerlPatchesError,
 )
 from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME, Git
-from verl_patches.model.patch import Patch
+from verl_patches.model.patch import SIGNATURE, Patch
 from verl_patches.model.series import unique_names
 from verl_patches.model.upstream import Upstream
 from verl_patches.sdist import newest_mtime, unpack
@@ -51,7 +51,7 @@ EXPORT_OPTIONS = [
     "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false", "-c", "diff.relative=false",
 ]  # fmt: skip
 EXPORT_FLAGS = [
-    "--zero-commit", "--no-signature", "--full-index", "--no-numbered", "--keep-subject", "--no-stat",
+    "--zero-commit", f"--signature={SIGNATURE}", "--full-index", "--no-numbered", "--keep-subject", "--no-stat",
     "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers", "--find-renames", "-U3",
     "--inter-hunk-context=0", "--binary", "--no-notes", "--no-add-header", "--no-cover-letter",
     "--no-thread", "--no-attach", "--no-base", "--no-signoff", "--no-ext-diff", "--no-textconv",
@@ -305,13 +305,14 @@ class BuildTree:
         self.git.run("reset", "--quiet", "--hard", commit)
 
     # -- patches ---------------------------------------------------------------------------------
-    def am(self, name: str, patch_file: Path) -> bool:
+    def am(self, name: str, patch_file: Path, marker: bool = True) -> bool:
         """Apply one patch as one commit; False when it changed nothing (already applied).
 
         The file is checked whole first (a cut-short or CRLF file is refused before git sees it). On failure the
-        am is aborted and PatchApplyError names the failing file and hunk."""
+        am is aborted and PatchApplyError names the failing file and hunk. marker=False also takes a file without
+        export's end marker (see Patch.parse)."""
         try:
-            Patch.parse(name, patch_file.read_bytes())
+            Patch.parse(name, patch_file.read_bytes(), marker=marker)
         except ConfigError as exc:
             raise PatchApplyError(name, str(exc)) from None
         before = self.head()

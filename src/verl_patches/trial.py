@@ -51,11 +51,11 @@ def scratch_tree(
         yield tree
 
 
-def apply_each(tree: BuildTree, patches: list[tuple[str, Path]]) -> list[str]:
+def apply_each(tree: BuildTree, patches: list[tuple[str, Path]], marker: bool = True) -> list[str]:
     """Apply (name, file) pairs in order; returns the commit of each. A patch that changes nothing is an error."""
     commits = []
     for name, path in patches:
-        if not tree.am(name, path):
+        if not tree.am(name, path, marker=marker):
             raise PatchApplyError(name, "the patch changes nothing on this base (already applied upstream?)")
         head = tree.head()
         if head is None:

@@ -51,7 +51,9 @@ def applied_range(project: Project, version_of: Project, main: BuildTree) -> tup
     series = version_of.load_series()
     with scratch_tree(main, upstream, project.cache_dir, mirror=project.mirror) as tree:
         base = tree.head()
-        apply_each(tree, [(name, version_of.patch_path(name)) for name in series.names])
+        # A ref's queue comes byte for byte from git; one committed before export wrote its end marker lacks it.
+        marker = version_of is project
+        apply_each(tree, [(name, version_of.patch_path(name)) for name in series.names], marker=marker)
         head = tree.head()
         # Keep the commits reachable while range-diff runs (and for later inspection).
         main.git.run("update-ref", f"refs/range-diff/{head}", head)

@@ -24,6 +24,12 @@ from verl_patches.model.trailers import (
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*):\s*(.*)$")
 _DIFF_HEADER = re.compile(rb"^diff --git a/(.+?) b/(.+)$", re.M)
 
+# export writes format-patch's signature block with this fixed text (`--signature=verl-patches`): every patch file
+# then ends with END_MARKER, so a file cut anywhere, even exactly before one of its `diff --git` sections, lacks it.
+# The text carries no git version, so the bytes stay stable; git am ignores the block.
+SIGNATURE = "verl-patches"
+END_MARKER = b"\n-- \n" + SIGNATURE.encode() + b"\n\n"
+
 
 @dataclass
 class Patch:
@@ -41,7 +47,8 @@ class Patch:
     has_diff: bool = True
 
     @classmethod
-    def parse(cls, name: str, data: bytes) -> Patch:
+    def parse(cls, name: str, data: bytes, marker: bool = True) -> Patch:
+        """marker=False takes a file without END_MARKER (one exported before export wrote it, from git history)."""
         if not data.startswith(b"From "):
             raise ConfigError(f"{name}: not a git format-patch file (first line must start with 'From ')")
         if data.split(b"\n", 1)[0].endswith(b"\r"):
@@ -58,7 +65,10 @@ class Patch:
         subject = _decode(headers.get("Subject", ""))
         if not subject:
             raise ConfigError(f"{name}: no Subject header")
-        rest = data[head_end + 2 :]
+        marked = data.endswith(END_MARKER)
+        # Without the marker, a partial one (a file cut inside it) is left out of the section check below.
+        tail = len(END_MARKER) - 1 if marked else _partial_marker(data)
+        rest = data[head_end + 2 : len(data) - tail]
         diff_at = rest.find(b"\ndiff --git ")
         if rest.startswith(b"diff --git "):
             diff_at = 0
@@ -70,6 +80,16 @@ class Patch:
             raise ConfigError(
                 f"{name}: cut short: {problem}. The file is incomplete (a cut-short copy, a bad merge or a hand "
                 "edit): restore the whole file from git, or re-export it from a build tree that holds the patch"
+            )
+        if marker and not marked:
+            raise ConfigError(
+                f"{name}: may be cut short: it does not end with the end marker that `verl-patches export` writes "
+                f"(a line '-- ', a line '{SIGNATURE}' and a blank line), so a part of it may be missing (one or more "
+                "whole `diff --git` sections). Restore the whole file from git, or re-export it "
+                "with `verl-patches export` from a build tree that holds the patch; a patch file written by other "
+                "means (git format-patch by hand, a mail) must be exported from the build tree, or, if it is whole, "
+                f"end with the marker: replace any signature block with it, or append it (`printf -- '-- \\n{SIGNATURE}"
+                "\\n\\n' >> <file>`)"
             )
         files, added, deleted, changed = _files(diff)
         return cls(
@@ -185,6 +205,14 @@ def parse_trailers(message: str) -> list[tuple[str, str]]:
         else:
             return []
     return trailers
+
+
+def _partial_marker(data: bytes) -> int:
+    """How many bytes of a cut-short END_MARKER (from its '-- ' line on) end data; 0 when none do."""
+    for size in range(len(END_MARKER) - 1, 3, -1):
+        if data.endswith(END_MARKER[:size]):
+            return size - 1  # the newline before '-- ' ends the diff's last line
+    return 0
 
 
 def _files(diff: bytes) -> tuple[list[str], list[str], list[str], dict[str, int]]:
