@@ -5,8 +5,9 @@ figures; asserts nothing.
     build/venv/bin/python benchmarks/bench_moe_padding.py --batch-sizes 4 16 64 --seed 1
 
 Runs on the patched tree build/<version>/verl (`make apply` first; `--base` or `--tree` for another), with its
-preprocess_thd_engine and build_thd_padding_mask (verl/models/mcore/router_padding.py), on CPU, with
-Megatron's parallel sizes replaced by the values of each row (no process group is needed).
+preprocess_thd_engine and the router padding mask the Megatron engine passes for THD
+(verl.utils.dynamic_cp_scheduler._local_padding_mask), on CPU, with Megatron's parallel sizes replaced by the
+values of each row (no process group is needed).
 
 Lengths: one seeded batch per batch size, prompt + response lengths of an RL step: prompt uniform in
 [64, 1024), response log-normal with median 512 tokens, clipped to [1, 8192).
@@ -42,21 +43,21 @@ def generated_lengths(batch_size: int, seed: int) -> list[int]:
 
 def measure(lengths, tp, cp, fp8, bucket):
     import torch
-    from verl.models.mcore import router_padding, util
+    from verl.models.mcore import util
+    from verl.utils.dynamic_cp_scheduler import _local_padding_mask
 
     ones = torch.nested.nested_tensor([torch.ones(n, dtype=torch.long) for n in lengths], layout=torch.jagged)
     routed = padding = counted = counted_padding = 0
     for rank in range(cp):
-        for module in (util.mpu, router_padding.mpu):
-            module.get_tensor_model_parallel_world_size = lambda: tp
-            module.get_context_parallel_world_size = lambda: cp
-            module.get_context_parallel_rank = lambda rank=rank: rank
-        packed, params, _ = util.preprocess_thd_engine(
+        util.mpu.get_tensor_model_parallel_world_size = lambda: tp
+        util.mpu.get_context_parallel_world_size = lambda: cp
+        util.mpu.get_context_parallel_rank = lambda rank=rank: rank
+        packed, _, _ = util.preprocess_thd_engine(
             ones, pre_process=True, use_fp8_padding=fp8, pad_to_length_bucket=bucket
         )
-        is_padding = packed == 0
-        mask = router_padding.build_thd_padding_mask(
-            ones.offsets().diff(), params.cu_seqlens_q_padded, packed.shape[1], cp_size=cp, cp_rank=rank
+        is_padding = packed[0] == 0
+        mask = _local_padding_mask(
+            lengths, cp_size=cp, cp_rank=rank, tp_size=tp, use_fp8_padding=fp8, pad_to_length_bucket=bucket
         )
         routed += packed.numel()
         padding += int(is_padding.sum())
