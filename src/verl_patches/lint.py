@@ -198,7 +198,8 @@ def check_retired_status(patch: Patch) -> list[Finding]:
 
 
 def check_tests(patch: Patch) -> list[Finding]:
-    if not patch.code_files:
+    """A fix changes a CPU test and a GPU test, or a test helper module (which the trial apply checks is imported)."""
+    if not patch.code_files or patch.helper_files:
         return []
     findings = []
     for suffix, kind in (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression test")):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from verl_patches import queues, upstream_checks
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError, PatchApplyError
+from verl_patches.helper_tests import tests_of
 from verl_patches.layout import Project
 from verl_patches.lint import Finding, lint_patch, lint_series
 from verl_patches.model.compare import BASE_SPECIFIC
@@ -51,9 +52,24 @@ def check_applies(project: Project, series: Series, upstream: Upstream, sanity: 
                 "series, export"
             )
             return [Finding(failure.patch, "applies", detail, todo)]
+        findings = helper_test_findings(project, trial, commits)
         if not sanity or base is None:
-            return []
-        return upstream_sanity(project, trial, base, list(zip(series.names, commits, strict=True)))
+            return findings
+        return findings + upstream_sanity(project, trial, base, list(zip(series.names, commits, strict=True)))
+
+
+def helper_test_findings(project: Project, tree: BuildTree, commits: list[str]) -> list[Finding]:
+    """A fix whose tests are cases in a helper module needs a CPU and a GPU test importing it."""
+    findings = []
+    for patch, commit in zip(project.load_patches(), commits, strict=True):
+        if not patch.code_files or not patch.helper_files:
+            continue
+        helpers = ", ".join(patch.helper_files)
+        for suffix, kind in (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression test")):
+            if not tests_of(tree.git, commit, patch, suffix):
+                what = f"changes verl/ and tests only in {helpers}, which no tests/**/test_*{suffix} imports"
+                findings.append(Finding(patch.name, "tests", what, f"add a {kind} that imports it"))
+    return findings
 
 
 def upstream_sanity(project: Project, tree: BuildTree, base: str, commits: list[tuple[str, str]]) -> list[Finding]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from verl_patches import proof_record
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.commands.table import render
+from verl_patches.helper_tests import tests_of
 from verl_patches.layout import Project
 from verl_patches.model.patch import Patch
 from verl_patches.pytest_runner import FAILED_CODES, PytestRunner
@@ -50,7 +51,7 @@ def prove(project: Project, runner: PytestRunner, log=print) -> list[Proof]:
         earlier: list[str] = []
         for index, patch in enumerate(patches):
             previous = commits[index - 1] if index else base
-            proof = Proof(patch=patch, tests=patch.tests_matching("_on_cpu.py"), problems=[])
+            proof = Proof(patch=patch, tests=tests_of(tree.git, commits[index], patch, "_on_cpu.py"), problems=[])
             log(f"[{index + 1}/{len(patches)}] {patch.subject}")
             if patch.exemption is not None:
                 proof.failed_before = "exempt"

@@ -17,6 +17,7 @@ from verl_patches import new_queue, source
 from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
 from verl_patches.commands.table import render
 from verl_patches.errors import PatchApplyError, TreeMismatchError, VerlPatchesError
+from verl_patches.helper_tests import tests_of
 from verl_patches.layout import BASE_ENV, Project
 from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
@@ -159,8 +160,10 @@ def test_carried(tree: BuildTree, new_base: str, outcomes: list[Outcome], runner
     """Run the CPU tests of each patch carried as it is on the replayed series; a patch whose tests fail there
     needs a hand port too: it is taken out of the series (and so is a later one that no longer applies)."""
     for outcome in outcomes:
-        tests = outcome.patch.tests_matching("_on_cpu.py")
-        if outcome.result != CLEAN or not outcome.commit or not tests:
+        if outcome.result != CLEAN or not outcome.commit:
+            continue
+        tests = tests_of(tree.git, outcome.commit, outcome.patch, "_on_cpu.py")
+        if not tests:
             continue
         log(f"testing {outcome.patch.name} on {version}")
         result = runner.outcome(tree, tests)
@@ -188,7 +191,7 @@ def test_carried(tree: BuildTree, new_base: str, outcomes: list[Outcome], runner
 
 def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runner, version: str) -> None:
     """Run the patch's CPU tests on the new base without its code; if they pass, keep them as a tests-only patch."""
-    tests = patch.tests_matching("_on_cpu.py")
+    tests = tests_of(tree.git, old_commit, patch, "_on_cpu.py")
     outside = [f for f in patch.files if not f.startswith("verl/") and f not in patch.deleted_files]
     if not tests:
         outcome.tests_on_new_base = "no CPU tests"

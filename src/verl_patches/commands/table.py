@@ -30,7 +30,7 @@ def applied_upstream(patch: Patch) -> str:
 def rows(patches: list[Patch]) -> list[list[str]]:
     table = [["#", "subject", "forwarded", "applied upstream", "code lines", "test lines", "tests added or changed"]]
     for index, patch in enumerate(patches, start=1):
-        tests = [f.rsplit("/", 1)[-1] for f in patch.test_files]
+        tests = [f.rsplit("/", 1)[-1] for f in patch.test_files + patch.helper_files]
         table.append(
             [
                 str(index),

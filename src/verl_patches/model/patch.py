@@ -164,9 +164,20 @@ class Patch:
         """Lines added plus lines removed in the files under prefix (e.g. 'verl/' or 'tests/')."""
         return sum(n for path, n in self.changed_lines.items() if path.startswith(prefix))
 
+    @property
+    def helper_files(self) -> list[str]:
+        """Test helper modules (tests/**/_*.py) it adds or changes: a case added there runs in their importers."""
+        return [f for f in self.files if is_test_helper(f) and f not in self.deleted_files]
+
     def tests_matching(self, suffix: str) -> list[str]:
         """Test files this patch adds or changes (not deletes) whose name ends in suffix, e.g. '_on_cpu.py'."""
         return [f for f in self.test_files if f.endswith(suffix) and f not in self.deleted_files]
+
+
+def is_test_helper(path: str) -> bool:
+    """A module under tests/ whose name starts with an underscore (not a package's __init__.py)."""
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith("tests/") and name.startswith("_") and name.endswith(".py") and name != "__init__.py"
 
 
 def _decode(value: str) -> str:
