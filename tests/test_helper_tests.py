@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_lifecycle import CPU_TEST, FIXED, GPU_TEST, commit_files, lifecycle, message  # noqa: F401
+import test_lifecycle
+from test_lifecycle import FIXED, GPU_TEST, commit_files, message
 
 from verl_patches.helper_tests import import_pattern
 
@@ -14,6 +15,8 @@ CASE_TEST = (
     "@pytest.mark.parametrize('x, want', CASES)\ndef test_clamp(x, want):\n    assert clamp(x) == want\n"
 )
 CAPPED = "def clamp(x):\n    return min(max(x, 0), 10)\n"
+
+lifecycle = test_lifecycle.lifecycle
 
 
 @pytest.mark.parametrize(
@@ -42,7 +45,7 @@ def add_fix_with_shared_cases(checkout) -> None:
     commit_files(checkout, files, message("[megatron] fix: clamp negative values"))
 
 
-def test_prove_and_check_take_a_case_added_to_a_helper_as_the_patch_s_test(lifecycle, capsys):  # noqa: F811
+def test_prove_and_check_take_a_case_added_to_a_helper_as_the_patch_s_test(lifecycle, capsys):
     add_fix_with_shared_cases(lifecycle)
     commit_files(
         lifecycle,
@@ -57,7 +60,7 @@ def test_prove_and_check_take_a_case_added_to_a_helper_as_the_patch_s_test(lifec
     assert "test_clamp_on_cpu.py" in row and row.split()[-3:] == ["yes", "yes", "-"]
 
 
-def test_prove_rejects_a_helper_case_that_passes_without_the_fix(lifecycle, capsys):  # noqa: F811
+def test_prove_rejects_a_helper_case_that_passes_without_the_fix(lifecycle, capsys):
     add_fix_with_shared_cases(lifecycle)
     commit_files(
         lifecycle,
@@ -70,7 +73,7 @@ def test_prove_rejects_a_helper_case_that_passes_without_the_fix(lifecycle, caps
     assert "do not fail without its code" in capsys.readouterr().out
 
 
-def test_check_reports_a_helper_that_no_test_imports(lifecycle, capsys):  # noqa: F811
+def test_check_reports_a_helper_that_no_test_imports(lifecycle, capsys):
     commit_files(
         lifecycle,
         {"verl/models/clamp.py": FIXED, "tests/models/_unused_cases.py": CASES},

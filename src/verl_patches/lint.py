@@ -197,12 +197,16 @@ def check_retired_status(patch: Patch) -> list[Finding]:
     ]
 
 
+# The test files a fix to verl/ needs, by the suffix of their names.
+TEST_KINDS = (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression test"))
+
+
 def check_tests(patch: Patch) -> list[Finding]:
     """A fix changes a CPU test and a GPU test, or a test helper module (which the trial apply checks is imported)."""
     if not patch.code_files or patch.helper_files:
         return []
     findings = []
-    for suffix, kind in (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression test")):
+    for suffix, kind in TEST_KINDS:
         if not patch.tests_matching(suffix):
             findings.append(
                 Finding(

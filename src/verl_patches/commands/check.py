@@ -7,7 +7,7 @@ from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError, PatchApplyError
 from verl_patches.helper_tests import tests_of
 from verl_patches.layout import Project
-from verl_patches.lint import Finding, lint_patch, lint_series
+from verl_patches.lint import TEST_KINDS, Finding, lint_patch, lint_series
 from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
@@ -65,7 +65,7 @@ def helper_test_findings(project: Project, tree: BuildTree, commits: list[str]) 
         if not patch.code_files or not patch.helper_files:
             continue
         helpers = ", ".join(patch.helper_files)
-        for suffix, kind in (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression test")):
+        for suffix, kind in TEST_KINDS:
             if not tests_of(tree.git, commit, patch, suffix):
                 what = f"changes verl/ and tests only in {helpers}, which no tests/**/test_*{suffix} imports"
                 findings.append(Finding(patch.name, "tests", what, f"add a {kind} that imports it"))
