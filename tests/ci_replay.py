@@ -16,12 +16,15 @@ from conftest import make_sdist, sha256
 from fake_index import serve, write_index
 from replay import Replay, StepResult, fresh_copy, matrix_runs
 
+from verl_patches.layout import Project
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW_DIR = ROOT / ".github" / "workflows"
 WORKFLOWS = sorted(WORKFLOW_DIR.glob("*.yml"))
 QUEUE_WORKFLOWS = [w for w in WORKFLOWS if w.name != "watch.yml"]  # one job per base; watch.yml runs once
 JOB_SCRIPT = ROOT / "ci" / "job.sh"
-BASES = ("0.9.0", "0.9.1")  # the synthetic copy declares bases of the same versions as upstream.toml
+# The synthetic copy declares bases of the same versions as upstream.toml.
+BASES = tuple(base.version for base in Project(ROOT).bases())
 
 # A small copy of the part of upstream's gpu_unit_tests.yml that selects the tests.
 GPU_UNIT_TESTS = """\

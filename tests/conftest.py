@@ -145,6 +145,36 @@ def checkout(tmp_path, monkeypatch, hostile_git) -> Checkout:
     return checkout
 
 
+# Variables of the job running the tests that would change what the tool, make or ci/job.sh do in a test: the
+# Makefile's settings (cpu.yml sets BASES and TORCH_INDEX_URL for the whole job), make's own (`make test` runs
+# pytest with MAKEFLAGS and MAKELEVEL set), the CI runner's and the tool's. A test that needs one sets it itself.
+JOB_ENVIRONMENT = (
+    "BASES",
+    "PYTHON",
+    "TOOL_EXTRAS",
+    "TORCH_INDEX_URL",
+    "CI_DRY_RUN",
+    "GPU_KIT_ARGS",
+    "MAKEFLAGS",
+    "MAKELEVEL",
+    "MFLAGS",
+    "CI",
+    "GITHUB_ACTIONS",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "PR_TITLE",
+    "VERL_PATCHES_BASE",
+    "VERL_PATCHES_BUILD_DIR",
+    "VERL_PATCHES_PYTHON",
+)
+
+
+@pytest.fixture(autouse=True)
+def _job_environment_cleared(monkeypatch):
+    for name in JOB_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def _no_pip_download(monkeypatch):
     """The tests never reach the network: a missing sdist must come from the cache."""

@@ -27,8 +27,9 @@ ACTIONS = ("actions/checkout", "actions/setup-python", "actions/upload-artifact"
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 # Expressions that expand to a path of the runner host; inside a container job the step sees other paths.
 _HOST_PATHS = {("runner", "temp"), ("github", "workspace")}
-# Variables of the outer process that must not leak into the replayed steps.
-_DROP = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "VERL_PATCHES_BUILD_DIR", "VERL_PATCHES_PYTHON", "VIRTUAL_ENV")
+# The outer process's virtual environment must not leak into the replayed steps (the job's own variables are
+# cleared for every test by conftest's JOB_ENVIRONMENT).
+_DROP = ("VIRTUAL_ENV",)
 
 
 class ReplayError(Exception):
@@ -96,7 +97,8 @@ class Replay:
 
         return _EXPR.sub(one, str(value))
 
-    def run_job(self, name: str, job: dict, data: dict, matrix: dict[str, str] | None = None) -> list[StepResult]:
+    def job_env(self, name: str, job: dict, data: dict, matrix: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment the steps of one run of the job see: the runner's, then the workflow's and the job's env:."""
         context = self.context(job, data, matrix)
         env = {k: v for k, v in os.environ.items() if k not in _DROP}
         github_env = self.temp / f"{name}.env"
@@ -114,6 +116,12 @@ class Replay:
         for level, values in (("workflow", data.get("env")), (f"job {name}", job.get("env"))):
             for key, value in (values or {}).items():
                 env[key] = self.expand(value, context, f"{level} env {key}")
+        return env
+
+    def run_job(self, name: str, job: dict, data: dict, matrix: dict[str, str] | None = None) -> list[StepResult]:
+        context = self.context(job, data, matrix)
+        env = self.job_env(name, job, data, matrix)
+        github_env = Path(env["GITHUB_ENV"])
         results = []
         outcomes: dict[str, dict[str, str]] = {}  # steps.<id>.outcome / .conclusion
         for i, step in enumerate(job.get("steps", [])):

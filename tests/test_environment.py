@@ -1,5 +1,6 @@
 """`verl-patches test` and `wheel` give the same result whatever the caller's environment: no
-PYTHONDONTWRITEBYTECODE, a PYTHONPYCACHEPREFIX inside the tree, an unfriendly umask."""
+PYTHONDONTWRITEBYTECODE, a PYTHONPYCACHEPREFIX inside the tree, an unfriendly umask; the tool's own tests pass in
+the environment of the CI job that runs them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from ci_replay import BASES, ROOT, WORKFLOW_DIR
 from conftest import GOOD_MESSAGE
+from replay import Replay
 
 CPU_TEST = (
     "from verl.models.util import build_mask\n\n\ndef test_mask():\n    assert build_mask([1], 2) == [[True, False]]\n"
@@ -51,3 +54,21 @@ def test_series_tests_leave_the_tree_clean_and_the_wheel_ignores_the_umask(check
     (wheel_077,) = one.glob("*.whl")
     (wheel_022,) = two.glob("*.whl")
     assert wheel_077.read_bytes() == wheel_022.read_bytes()
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_the_makefile_tests_pass_in_the_cpu_jobs_environment(tmp_path, base):
+    # cpu.yml sets BASES for the whole job, and `make test` adds make's own variables: a test that runs make
+    # must not inherit them (a copied Makefile would keep the job's BASES instead of reading its upstream.toml).
+    runner = Replay(workflow=WORKFLOW_DIR / "cpu.yml", workspace=ROOT, temp=tmp_path)
+    data = runner.load()
+    env = runner.job_env("test", data["jobs"]["test"], data, {"base": base})
+    env.update(MAKEFLAGS="-j2 --no-print-directory", MAKELEVEL="1", MFLAGS="-j2")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_makefile.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert env["BASES"] == base and proc.returncode == 0, proc.stdout[-2000:]

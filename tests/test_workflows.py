@@ -79,6 +79,12 @@ def test_each_gpu_test_step_runs_whatever_the_test_steps_before_it_gave(runner):
     assert step_result(results, UPSTREAM_GPU).outcome == "failure"
 
 
+@pytest.mark.parametrize(("failing", "outcome"), [("Run the CPU tests", "success"), ("Build the tool", "skipped")])
+def test_verls_cpu_suite_runs_whatever_the_cpu_tests_gave(runner, failing, outcome):
+    runner.failing = {failing}
+    assert step_result(replay(runner, "cpu.yml"), "Run verl's own CPU suite").outcome == outcome
+
+
 def test_no_gpu_test_step_runs_without_build_venv(runner):
     runner.failing = {"Prepare build/venv"}
     results = replay(runner, GPU)
