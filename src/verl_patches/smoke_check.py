@@ -4,7 +4,7 @@ Usage: python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml 
 
 The run must have logged every step 1..N, N being its total_training_steps (its console line `Total training
 steps: N`, else --steps); every required rule's metric at every step; a rule's metric only as a finite number
-(verl's file logger writes NaN and Inf as null); no step whose metrics are all null.
+(verl's file logger writes NaN and Inf as null); no step whose metrics are all null; some step in every log given.
 Exit status: 0 when every check holds, 1 when one fails, 2 when a log or the thresholds cannot be read or the
 number of steps is unknown.
 """
@@ -25,12 +25,13 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 # verl's console logger prints `step:N - key:value - key:value` (values through pprint.pformat), possibly after a
-# Ray actor prefix such as `(TaskRunner pid=12) `; its trainer prints `Total training steps: N` before step 1.
+# Ray actor prefix such as `(TaskRunnerV1 pid=12) `; its trainer says `Total training steps: N` before step 1,
+# printed (ray_trainer.py) or through logging's `LEVEL:time:message` format (v1/trainer_base.py).
 _CONSOLE = re.compile(r"(?:^|\s)step:(\d+)((?: - [^\s:]+:\S+)+)\s*$")
-_TOTAL = re.compile(r"(?:^|\s)Total training steps: (\d+)\s*$")
+_TOTAL = re.compile(r"(?:^|[\s:])Total training steps: (\d+)\s*$")
 _NUMBER = re.compile(r"^(?:np\.\w+\((.*)\)|(.*))$")
 _BOUNDS = ("min", "max", "max_abs")
-_RULE_KEYS = {"name", "metrics", "required", "why", *_BOUNDS}
+_RULE_KEYS = {"name", "metrics", "required", "finite", "why", *_BOUNDS}
 
 
 class InputError(Exception):
@@ -66,6 +67,7 @@ class Rule:
     name: str
     metrics: tuple[str, ...]
     required: bool = False
+    finite: bool = False  # only a finite number, with no bound (every rule checks that)
     min: float | None = None
     max: float | None = None
     max_abs: float | None = None
@@ -86,7 +88,7 @@ class Rule:
         return problems
 
     def describe(self) -> str:
-        shown = ", ".join(f"{k} {getattr(self, k):g}" for k in _BOUNDS if getattr(self, k) is not None)
+        shown = ", ".join(f"{k} {getattr(self, k):g}" for k in _BOUNDS if getattr(self, k) is not None) or "finite"
         return f"{self.name}: {' | '.join(self.metrics)}: {shown}{' (required)' if self.required else ''}"
 
 
@@ -111,15 +113,18 @@ def load_thresholds(path: Path) -> tuple[Rule, ...]:
         if not raw.get("name") or not isinstance(metrics, list) or not metrics:
             raise InputError(f"{where}: needs a name and a non-empty list of metrics")
         bounds = {k: raw[k] for k in _BOUNDS if k in raw}
-        if not bounds:
-            raise InputError(f"{where} ({raw['name']}): sets no bound ({', '.join(_BOUNDS)})")
+        flags = {k: raw.get(k, False) for k in ("required", "finite")}
+        if any(not isinstance(v, bool) for v in flags.values()):
+            raise InputError(f"{where} ({raw['name']}): required and finite are true or false")
+        if not bounds and not flags["finite"]:
+            raise InputError(f"{where} ({raw['name']}): sets no bound ({', '.join(_BOUNDS)}) and not finite = true")
         if any(not isinstance(v, int | float) or isinstance(v, bool) for v in bounds.values()):
             raise InputError(f"{where} ({raw['name']}): bounds must be numbers")
         rules.append(
             Rule(
                 name=raw["name"],
                 metrics=tuple(metrics),
-                required=bool(raw.get("required", False)),
+                **flags,
                 why=raw.get("why", ""),
                 **{k: float(v) for k, v in bounds.items()},
             )
@@ -236,14 +241,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.logs:
             raise InputError("no log given")
-        run = Run()
+        run, empty = Run(), []
         for path in args.logs:
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
                 raise InputError(f"{path}: {exc}") from exc
-            run.merge(parse_log(text))
+            one = parse_log(text)
+            if not one.metrics:
+                empty.append(f"{path} logs no step: its logger wrote nothing or the run never reached step 1")
+            run.merge(one)
         report, failures = evaluate(run, rules, args.steps)
+        failures = empty + failures
     except InputError as exc:
         print(f"smoke_check: error: {exc}", file=sys.stderr)
         return 2
