@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -19,18 +20,38 @@ from verl_patches.errors import HashMismatchError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
 
 
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file (through symlinks), read once; a FIFO, socket or device is refused without
+    blocking on it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise VerlPatchesError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise VerlPatchesError(
+                f"{path} is not a regular file (a FIFO, socket or device): replace it with the file itself"
+            )
+        os.set_blocking(fd, True)
+        return handle.read()
+
+
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return hashlib.sha256(read_regular(path)).hexdigest()
+
+
+def read_verified(path: Path, expected: str) -> bytes:
+    """The file's bytes checked against the pinned sha256: unpack these, not the file, so that what is imported
+    is what was hashed even when the file changes in between."""
+    data = read_regular(path)
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise HashMismatchError(str(path), expected, actual)
+    return data
 
 
 def verify(path: Path, expected: str) -> None:
-    actual = sha256_of(path)
-    if actual != expected:
-        raise HashMismatchError(str(path), expected, actual)
+    read_verified(path, expected)
 
 
 def download(upstream: Upstream, cache_dir: Path, log=print) -> Path:
@@ -97,17 +118,24 @@ def archive_commit(path: Path) -> str:
     return comment
 
 
-def newest_mtime(path: Path) -> int:
+def _open_tarball(source: Path | bytes) -> tarfile.TarFile:
+    data = source if isinstance(source, bytes) else read_regular(source)
+    return tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
+
+
+def newest_mtime(source: Path | bytes) -> int:
     """The newest member mtime of the archive: a date that depends only on the sdist's bytes."""
-    with tarfile.open(path, "r:gz") as archive:
+    with _open_tarball(source) as archive:
         return max((int(m.mtime) for m in archive.getmembers()), default=0)
 
 
-def unpack(path: Path, dest: Path) -> None:
-    """Unpack the tarball into dest, dropping its single top-level folder (see unpack_members)."""
+def unpack(source: Path | bytes, dest: Path, label: str | None = None) -> None:
+    """Unpack the tarball (a file, or its bytes named by label) into dest, dropping its single top-level folder
+    (see unpack_members)."""
+    path = label or str(source if isinstance(source, Path) else "the tarball")
     try:
-        with tarfile.open(path, "r:gz") as archive:
-            unpack_members(archive, dest, path.name, strip=True)
+        with _open_tarball(source) as archive:
+            unpack_members(archive, dest, Path(path).name, strip=True)
     except UnsafeMemberError as exc:
         raise VerlPatchesError(
             f"{exc}. Nothing of {path} was written outside {dest} and nothing was imported; the file is not a "

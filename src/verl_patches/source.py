@@ -6,12 +6,15 @@ overwritten or deleted here.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -52,7 +55,7 @@ def fetch(upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=pr
         try:
             _download(url, target, log)
             return target
-        except (OSError, urllib.error.URLError, ValueError) as exc:
+        except (OSError, urllib.error.URLError, ValueError, VerlPatchesError) as exc:
             tried.append(f"  - {url}: {getattr(exc, 'reason', None) or exc}")
     where = "" if mirror else f"  - no mirror: neither --mirror nor {MIRROR_ENV} is set\n"
     raise VerlPatchesError(
@@ -73,11 +76,10 @@ def _mirror_url(mirror: str, filename: str) -> str:
 
 
 def _download(url: str, target: Path, log) -> None:
-    """Copy url to target through a temporary file beside it, with a progress line on stderr."""
-    request = urllib.request.Request(url, headers={"User-Agent": "verl-patches"})
+    """Copy url to target through a temporary file beside it, with a progress line on stderr. A mirror folder's
+    file is read as a regular file only: a FIFO or device there would block without a timeout."""
     log(f"downloading {url}")
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 (https or file URLs)
-        total = int(response.headers.get("Content-Length") or 0)
+    with _opened(url) as (response, total):
         with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".download-", delete=False) as handle:
             try:
                 _copy_with_progress(response, handle, total, target.name)
@@ -90,6 +92,18 @@ def _download(url: str, target: Path, log) -> None:
         return
     os.chmod(handle.name, 0o644)
     shutil.move(handle.name, target)
+
+
+@contextlib.contextmanager
+def _opened(url: str):
+    """(a readable response, its length or 0)."""
+    if url.startswith("file:"):
+        data = sdist.read_regular(Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path)))
+        yield io.BytesIO(data), len(data)
+        return
+    request = urllib.request.Request(url, headers={"User-Agent": "verl-patches"})
+    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 (https URLs)
+        yield response, int(response.headers.get("Content-Length") or 0)
 
 
 def _copy_with_progress(response, handle, total: int, name: str) -> None:

@@ -22,7 +22,7 @@ from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME, Git
 from verl_patches.model.patch import SIGNATURE, Patch
 from verl_patches.model.series import unique_names
 from verl_patches.model.upstream import Upstream
-from verl_patches.sdist import newest_mtime, unpack
+from verl_patches.sdist import newest_mtime, read_regular, read_verified, unpack
 
 BRANCH = "series"
 # Branches the tool makes and owns: backups, rebase results, the branch of a scratch work tree.
@@ -204,10 +204,13 @@ class BuildTree:
             subject = f"Import {upstream.name} {upstream.version} from its PyPI sdist"
             trailers = f"{SHA_TRAILER}: {upstream.sha256}"
         message = f"{subject}\n\nUpstream-Version: {upstream.version}\n{trailers}\n"
-        tree, _ = self._tree_of(source)
+        # Read once: an sdist is imported from the bytes its hash was checked on; an archive's pin is the tree id
+        # of the files these bytes give.
+        content = read_regular(source) if upstream.is_archive else read_verified(source, upstream.sha256)
+        tree, _ = self._tree_of(content, label=str(source))
         if upstream.is_archive and tree != upstream.tree:
             raise TreeMismatchError(str(source), upstream.tree, tree)
-        return self._commit_import(tree, message, source, parent, upstream.tag if tag else None, checkout)
+        return self._commit_import(tree, message, content, parent, upstream.tag if tag else None, checkout)
 
     def tree_id(self, source: Path) -> str:
         """The git tree id of the tarball's files as an import writes them (nothing is committed or checked out)."""
@@ -218,10 +221,11 @@ class BuildTree:
     ) -> str:
         """Import an sdist-over-archive base: the sdist's files over base (the import of upstream.over), as a
         commit on top of base; its tree must be the pinned one (else TreeMismatchError, work tree untouched)."""
-        tree, shipped = self._tree_of(sdist, over=base)
+        content = read_verified(sdist, upstream.sha256)
+        tree, shipped = self._tree_of(content, over=base, label=str(sdist))
         dropped = [path for path in shipped if self._sdist_metadata(path, base)]
         if dropped:
-            tree, _ = self._tree_of(sdist, over=base, leave_out=set(dropped))
+            tree, _ = self._tree_of(content, over=base, leave_out=set(dropped), label=str(sdist))
         over = upstream.over.tag if upstream.over else base[:12]
         if tree != upstream.tree:
             raise TreeMismatchError(f"{sdist} laid over {over}", upstream.tree, tree)
@@ -230,7 +234,7 @@ class BuildTree:
             f"Upstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
             f"{TREE_TRAILER}: {upstream.tree}\n"
         )
-        return self._commit_import(tree, message, sdist, base, upstream.tag if tag else None, checkout)
+        return self._commit_import(tree, message, content, base, upstream.tag if tag else None, checkout)
 
     def overlay_sdist(self, upstream: Upstream, sdist: Path, base: str, parent: str | None = None):
         """Commit base's files with the sdist's files written over them (nothing of base is removed).
@@ -238,17 +242,18 @@ class BuildTree:
         The sdist's build metadata (PKG-INFO, *.egg-info/, a setup.cfg that base does not have) is left out.
         Returns the commit, the paths taken from the sdist, the paths kept from base unchecked and the
         metadata paths left out."""
-        tree, shipped = self._tree_of(sdist, over=base)
+        content = read_verified(sdist, upstream.sha256) if upstream.sha256 else read_regular(sdist)
+        tree, shipped = self._tree_of(content, over=base, label=str(sdist))
         dropped = [path for path in shipped if self._sdist_metadata(path, base)]
         if dropped:
-            tree, shipped = self._tree_of(sdist, over=base, leave_out=set(dropped))
+            tree, shipped = self._tree_of(content, over=base, leave_out=set(dropped), label=str(sdist))
         kept = sorted(set(self.git.out("ls-tree", "-r", "--name-only", base).splitlines()) - set(shipped))
         message = (
             f"Import {upstream.name} {upstream.version} from its PyPI sdist over {base[:12]}\n\n"
             f"The {len(shipped)} paths the sdist ships come from it; {len(kept)} other paths are kept from "
             f"{base[:12]} unchecked.\n\nUpstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"
         )
-        return self._commit_import(tree, message, sdist, parent, None), shipped, kept, dropped
+        return self._commit_import(tree, message, content, parent, None), shipped, kept, dropped
 
     def _sdist_metadata(self, path: str, base: str) -> bool:
         top = path.split("/", 1)[0]
@@ -257,15 +262,20 @@ class BuildTree:
         return path in ("PKG-INFO", "setup.cfg") and not self.git.ok("cat-file", "-e", f"{base}:{path}")
 
     def _tree_of(
-        self, source: Path, over: str | None = None, leave_out: set[str] = frozenset()
+        self,
+        source: Path | bytes,
+        over: str | None = None,
+        leave_out: set[str] = frozenset(),
+        label: str | None = None,
     ) -> tuple[str, list[str]]:
-        """Write the tree of the tarball's files (on top of commit `over`, if given) without touching the
-        work tree or the index; returns it and the tarball's paths (less those left out)."""
+        """Write the tree of the tarball's files (a file, or its bytes named by label; on top of commit `over`, if
+        given) without touching the work tree or the index; returns it and the tarball's paths (less those left
+        out)."""
         self.init()
         with scratch.folder("import") as tmp:
             files = Path(tmp) / "files"
             files.mkdir()
-            unpack(source, files)
+            unpack(source, files, label)
             for path in leave_out:
                 (files / path).unlink()
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
@@ -279,7 +289,7 @@ class BuildTree:
         return tree, paths
 
     def _commit_import(
-        self, tree: str, message: str, source: Path, parent: str | None, tag: str | None, checkout: bool = True
+        self, tree: str, message: str, source: Path | bytes, parent: str | None, tag: str | None, checkout: bool = True
     ) -> str:
         date = f"{newest_mtime(source)} +0000"
         env = {
