@@ -66,6 +66,12 @@ def test_a_repository_variable_replaces_the_container_options(runner):
     assert container_options(runner) == (["/dev/davinci3"], ["/opt/drv"])
 
 
+def test_data_mounts_are_added_to_the_device_options(runner):
+    devices, default_mounts = container_options(runner)
+    runner.vars["NPU_CONTAINER_MOUNTS"] = "-v /data/models:/models:ro --volume=/data/geo3k:/data/geo3k:ro"
+    assert container_options(runner) == (devices, [*default_mounts, "/data/models", "/data/geo3k"])
+
+
 def test_the_npu_job_checks_the_cann_release(runner):
     runner.vars["NPU_CANN_VERSION"] = "8.5.0"
     results = replay(runner, NPU)
