@@ -35,20 +35,55 @@ GIT_STATE = (
 )  # fmt: skip
 
 
+# The keys of backup.json that listing and restoring a backup of each kind read.
+REQUIRED_KEYS = {
+    "tree": ("reason", "created", "tree", "branch", "head", "head_ref"),
+    "patches": ("reason", "created", "files"),
+}
+
+
 @dataclass
 class Backup:
     id: str
     folder: Path
     info: dict
+    damage: str = ""  # what is wrong with a backup.json that exists but cannot be used
 
     @property
     def kind(self) -> str:
-        return self.info.get("kind", "incomplete")
+        return "damaged" if self.damage else self.info.get("kind", "incomplete")
 
     def summary(self) -> str:
+        if self.damage:
+            held = ", ".join(sorted(p.name for p in self.folder.iterdir())) or "nothing"
+            return (
+                f"{self.id}: damaged backup: {self.damage}. Nothing of it was removed; restore by hand from "
+                f"{self.folder} (it holds {held}"
+                + (f"; {BUNDLE} holds branch backup/{self.id}" if BUNDLE in held else "")
+                + ")"
+            )
         if not self.info:
             return f"{self.id}: incomplete (the command was interrupted while taking it); nothing to restore"
         return f"{self.id}: {self.kind} backup, {self.info['reason']}"
+
+
+def _read_info(folder: Path) -> tuple[dict, str]:
+    """(backup.json's record, what is wrong with it); ({}, "") when there is none (an interrupted backup)."""
+    path = folder / INFO_FILE
+    if not path.exists() and not path.is_symlink():
+        return {}, ""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {}, f"{INFO_FILE} cannot be read ({exc})"
+    if not isinstance(info, dict):
+        return {}, f"{INFO_FILE} holds a JSON {type(info).__name__}, not an object"
+    if info.get("kind") not in REQUIRED_KEYS:
+        return {}, f"{INFO_FILE} names no known kind of backup (kind {info.get('kind')!r})"
+    missing = [key for key in REQUIRED_KEYS[info["kind"]] if key not in info]
+    if missing:
+        return {}, f"{INFO_FILE} of a {info['kind']} backup lacks {', '.join(missing)}"
+    return info, ""
 
 
 def _new(backup_dir: Path, tree: BuildTree | None) -> tuple[str, Path]:
@@ -236,11 +271,7 @@ def listing(project: Project) -> list[Backup]:
         return []
     found = []
     for folder in sorted(p for p in project.backup_dir.iterdir() if p.is_dir()):
-        try:
-            info = json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            info = {}
-        found.append(Backup(folder.name, folder, info if isinstance(info, dict) else {}))
+        found.append(Backup(folder.name, folder, *_read_info(folder)))
     return found
 
 

@@ -23,6 +23,18 @@ UPSTREAM_FILE = "upstream.toml"
 BASE_ENV = "VERL_PATCHES_BASE"
 
 
+def read_text(path: Path, name: str) -> str:
+    """A UTF-8 text file of the checkout; a byte that is not UTF-8 is named with its line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{name} is not UTF-8: byte {data[exc.start]:#04x} on line {line} (offset {exc.start}); save it as UTF-8"
+        ) from None
+
+
 @dataclass(frozen=True)
 class Project:
     root: Path
@@ -42,7 +54,7 @@ class Project:
     def bases(self) -> list[Base]:
         """Every base upstream.toml declares, oldest first."""
         try:
-            data = tomllib.loads(self.upstream_path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_text(self.upstream_path, UPSTREAM_FILE))
         except FileNotFoundError as exc:
             raise ConfigError(f"{self.upstream_path} is missing") from exc
         except tomllib.TOMLDecodeError as exc:
@@ -137,12 +149,14 @@ class Project:
                 f"{self.selected().version}): restore it (`git checkout -- {queue}`), or start an empty queue with "
                 f"`mkdir -p {queue} && touch {queue}/series`"
             )
+        if self.series_path.is_dir():
+            raise ConfigError(f"{self.queue}/series is a folder: the series is a file of patch file names, one a line")
         if not self.series_path.is_file():
             raise ConfigError(
                 f"{self.queue}/series does not exist: restore it (`git checkout -- {shlex.quote(self.queue)}/series`), "
                 "or write it: the queue's patch file names in order, one a line"
             )
-        return Series.parse(self.series_path.read_text(encoding="utf-8"), f"{self.queue}/series")
+        return Series.parse(read_text(self.series_path, f"{self.queue}/series"), f"{self.queue}/series")
 
     def patch_path(self, name: str) -> Path:
         return self.patches_dir / name
@@ -156,6 +170,8 @@ class Project:
         patches = []
         for name in series.names:
             path = self.patch_path(name)
+            if path.is_dir():
+                raise ConfigError(f"{self.queue}/series lists {name}, but {self.queue}/{name} is a folder, not a patch")
             if not path.is_file():
                 raise ConfigError(f"{self.queue}/series lists {name}, but {self.queue}/{name} does not exist")
             patches.append(Patch.parse(name, path.read_bytes()))

@@ -4,6 +4,7 @@ From a tag-archive base the new base is the old one with the sdist's files writt
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import re
@@ -11,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from verl_patches import new_queue, source
 from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
@@ -56,7 +57,9 @@ class Outcome:
 
 def build_parser():
     p = parser("rebase", "Replay the series onto a newer verl sdist; report clean / upstream / partly / conflict.")
-    p.add_argument("--onto", required=True, metavar="VERSION", help="the newer verl release, e.g. 0.9.1")
+    p.add_argument(
+        "--onto", required=True, metavar="VERSION", type=release_version, help="the newer verl release, e.g. 0.9.1"
+    )
     p.add_argument("--sha256", help="expected sha256 of the new sdist (default: trust the first download, and say so)")
     p.add_argument("--report", metavar="FILE", help="also write the report as Markdown to FILE")
     p.add_argument(
@@ -91,6 +94,15 @@ def fetch_new(project: Project, version: str, expected: str | None, log) -> tupl
     path = download(Upstream(name=name, version=version, sha256="0" * 64), project.cache_dir, log=log)
     upstream = Upstream(name=name, version=version, sha256=sha256_of(path))
     return upstream, path, "not pinned before: recorded from the download (check it against PyPI)"
+
+
+def release_version(text: str) -> str:
+    """--onto's value, when it is a version (PEP 440) that can be ordered against the base's."""
+    try:
+        Version(text)
+    except InvalidVersion:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a version (PEP 440), e.g. 0.9.1") from None
+    return text
 
 
 def pin_tag_archive(project: Project, tree: BuildTree, old: Upstream, version: str, tag: str, log):
