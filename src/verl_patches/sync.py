@@ -62,6 +62,7 @@ class TreeState:
     incomplete: list[str] = field(default_factory=list)
     behind: str | None = None
     rewrites: list[str] = field(default_factory=list)
+    unborn: str | None = None  # HEAD's branch when it is a user's branch without a commit
 
     @property
     def work(self) -> list[str]:
@@ -93,13 +94,27 @@ class TreeState:
         return self.holds_the_queue and not self.rewrites
 
 
+def _unborn(tree: BuildTree, rec: Record | None) -> TreeState:
+    """A tree whose HEAD has no commit: the tool's branch before its first import, or a user's orphan branch, whose
+    files (tracked or not) are work that no backup can hold as a commit of HEAD."""
+    branch = tree.current_branch()
+    if branch in (None, tree.branch):
+        return TreeState(record=rec)
+    state = TreeState(record=rec, dirty=tree.dirty_paths(), unborn=branch)
+    state.in_progress.append(
+        f"HEAD is on branch {branch}, which has no commit yet (an orphan branch): commit its files there, "
+        f"then `git switch {tree.branch}` back to the series"
+    )
+    return state
+
+
 def assess(project: Project, tree: BuildTree) -> TreeState:
     if not tree.exists():
         return TreeState()
     rec = record.read(tree.git_dir())
     head = tree.head()
     if not head:
-        return TreeState(record=rec)
+        return _unborn(tree, rec)
     state = TreeState(record=rec, in_progress=tree.in_progress(), dirty=tree.dirty_paths())
     state.branches = _branches_elsewhere(tree, head, rec, project.queue)
     if rec and rec.state == record.APPLYING:

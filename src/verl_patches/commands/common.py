@@ -82,6 +82,12 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
     """Before build/verl is rebuilt: refuse to lose work, or keep it in a backup. True when the tree is
     what an interrupted apply left (its git locks are then the tool's own, and stale)."""
     state = assess(project, tree)
+    if state.unborn:  # not even --force: a backup is a commit above HEAD, and HEAD has none
+        raise UnexportedWorkError(
+            f"refusing to rebuild the build tree: {project.tree_name} is on branch {state.unborn}, which has no "
+            f"commit yet, with {len(state.dirty)} uncommitted or untracked path(s). Nothing was changed. Commit them "
+            f"on {state.unborn} (then `git switch {tree.branch}`), or move them out of {project.tree_name}."
+        )
     if state.work and not (force or state.interrupted_apply):
         refuse_unexported(project, tree, "rebuild the build tree")
     reproducible = (

@@ -29,10 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     project = project_of(args)
     tree = BuildTree(project.tree_dir)
-    if not tree.exists() or not tree.head():
+    state = assess(project, tree) if tree.exists() else None
+    if state is None or (not tree.head() and not state.work):
         print(f"no build tree at {tree.path} (run `verl-patches apply`)")
         return 0
-    state = assess(project, tree)
     if state.clean:
         print(f"{tree.path}: clean, {project.queue}/ is up to date")
         return 0
