@@ -16,6 +16,7 @@ from verl_patches.errors import (
     NotARepositoryError,
     PatchApplyError,
     TreeMismatchError,
+    UnexportedWorkError,
     VerlPatchesError,
 )
 from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME, Git
@@ -26,8 +27,10 @@ from verl_patches.sdist import newest_mtime, read_regular, read_verified, unpack
 
 BRANCH = "series"
 # Branches the tool makes and owns: backups, rebase results, the branch of a scratch work tree.
-TOOL_BRANCH_PREFIXES = ("backup/", "rebase/", "scratch/")
-SCRATCH_BRANCH = "scratch"
+SCRATCH_PREFIX = "scratch/"
+TOOL_BRANCH_PREFIXES = ("backup/", "rebase/", SCRATCH_PREFIX)
+# The tip the tool last wrote to each branch it leaves for the user (rebase/<version>): refs/verl-patches/kept/<b>.
+KEPT_REFS = "refs/verl-patches/kept/"
 SHA_TRAILER = "Upstream-Sdist-Sha256"
 TREE_TRAILER = "Upstream-Tree"
 
@@ -149,11 +152,23 @@ class BuildTree:
         """Every local branch but the tool's own (backup/*, rebase/*, scratch): short name -> commit."""
         out = self.git.out("for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads")
         tips = dict(line.split(" ", 1) for line in out.splitlines() if line)
-        return {
-            name: tip
-            for name, tip in tips.items()
-            if name != SCRATCH_BRANCH and not name.startswith(TOOL_BRANCH_PREFIXES)
-        }
+        return {name: tip for name, tip in tips.items() if not name.startswith(TOOL_BRANCH_PREFIXES)}
+
+    def check_tool_branch(self, branch: str) -> None:
+        """Raise when branch exists at a commit the tool did not leave there (a user's commits on it)."""
+        tip = self.git.rev(f"refs/heads/{branch}") if self.exists() else None
+        if tip and tip != self.git.rev(KEPT_REFS + branch):
+            raise UnexportedWorkError(
+                f"refusing to rewrite branch {branch} of {self.path}: it is at {tip[:12]}, not where verl-patches "
+                f"left it (commits made there, or a branch of your own). Nothing was changed. Keep them under "
+                f"another name (`git -C {self.path} branch -m {branch} <new name>`), or delete the branch, then run "
+                "again"
+            )
+
+    def mark_tool_branch(self, branch: str) -> None:
+        tip = self.git.rev(f"refs/heads/{branch}")
+        if tip:
+            self.git.run("update-ref", KEPT_REFS + branch, tip)
 
     def unmergeable_commits(self, base: str) -> list[str]:
         """The commits above base that no patch file can hold (merges, commits that change nothing), each

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,12 +12,19 @@ from verl_patches import scratch
 from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
 from verl_patches.source import import_source
-from verl_patches.tree import SCRATCH_BRANCH, BuildTree
+from verl_patches.tree import SCRATCH_PREFIX, BuildTree
 
 
 @contextlib.contextmanager
-def linked_worktree(main: BuildTree, commit: str, branch: str = SCRATCH_BRANCH) -> Iterator[BuildTree]:
-    """A detached linked worktree of main at commit, removed afterwards (its commits stay in main's objects)."""
+def linked_worktree(main: BuildTree, commit: str, keep: str | None = None) -> Iterator[BuildTree]:
+    """A detached linked worktree of main at commit, removed afterwards (its commits stay in main's objects).
+
+    What it commits goes to a branch of its own (scratch/<pid>-<random>, deleted afterwards), or to branch `keep`,
+    which is left for the user: a branch of that name must hold only what the tool last wrote there
+    (BuildTree.check_tool_branch), and is recorded as the tool's when the block ends."""
+    if keep:
+        main.check_tool_branch(keep)
+    branch = keep or f"{SCRATCH_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     with scratch.folder("scratch") as tmp:
         path = Path(tmp) / "tree"
         main.git.run("worktree", "add", "--quiet", "--detach", str(path), commit)
@@ -24,6 +33,10 @@ def linked_worktree(main: BuildTree, commit: str, branch: str = SCRATCH_BRANCH) 
         finally:
             main.git.run("worktree", "remove", "--force", str(path), check=False)
             main.git.run("worktree", "prune", check=False)
+            if keep:
+                main.mark_tool_branch(keep)
+            else:
+                main.git.run("update-ref", "-d", f"refs/heads/{branch}", check=False)
 
 
 @contextlib.contextmanager

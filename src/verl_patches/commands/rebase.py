@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = PytestRunner(python=python, cache_path=project.build_dir / "prove-cache.json", env_stamp=stamp)
     branch = f"rebase/{new.version}"
     archive = old if old.is_archive else old.over
-    with linked_worktree(main_tree, base, branch=branch) as tree:
+    with linked_worktree(main_tree, base, keep=branch) as tree:
         old_commits = dict(
             zip(
                 [p.name for p in patches],

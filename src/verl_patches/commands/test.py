@@ -207,14 +207,14 @@ def upstream_guard(
     name = suite.name
     if before is None:
         print(f"verl's {name} on the base ({upstream.tag}):", flush=True)
-        with linked_worktree(tree, base, branch="suite-base") as base_tree:
+        with linked_worktree(tree, base) as base_tree:
             keep = junit and junit.with_name(junit.name + "-base")
             before = upstream_suite.run(python, base_tree.path, extra, suite, keep=keep)
         upstream_suite.store_base(cache, key, before)
     else:
         print(f"verl's {name} on the base ({upstream.tag}): outcomes from {cache}")
     print(f"verl's {name} with the series (committed HEAD, in a scratch worktree):", flush=True)
-    with linked_worktree(tree, tree.head() or "HEAD", branch="suite-series") as series_tree:
+    with linked_worktree(tree, tree.head() or "HEAD") as series_tree:
         keep = junit and junit.with_name(junit.name + "-series")
         after = upstream_suite.run(python, series_tree.path, extra, suite, keep=keep)
     broken = upstream_suite.regressions(before, after)
