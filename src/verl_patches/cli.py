@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -38,6 +39,8 @@ RECOVERY = {
 
 # Commands that read or write build/verl or patches/ run one at a time per checkout.
 LOCKED = {"apply", "export", "status", "check", "test", "wheel", "prove", "rebase", "range-diff"}
+# Commands that write patches/ or upstream.toml also hold the checkout's queue lock, shared by every build folder.
+WRITES_QUEUE = {"export", "rebase"}
 
 
 def usage() -> str:
@@ -66,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
             if project is None:
                 return module.main(rest)
             try:
-                with lock.held(project.build_dir, " ".join([name, *rest])):
+                command = " ".join([name, *rest])
+                with contextlib.ExitStack() as locks:
+                    locks.enter_context(lock.held(project.build_dir, command))
+                    if name in WRITES_QUEUE:
+                        locks.enter_context(lock.held(project.root / "build", command, name=lock.QUEUE_LOCK_FILE))
                     scratch.sweep(project.build_dir)
                     return module.main(rest)
             except VerlPatchesError as exc:  # the lock could not be taken

@@ -1,4 +1,6 @@
-"""One verl-patches command at a time per checkout: an advisory lock on build/verl-patches.lock.
+"""One verl-patches command at a time per build folder: an advisory lock on <build folder>/verl-patches.lock; and
+one command at a time that writes the checkout's queues and upstream.toml, whatever its build folder
+(VERL_PATCHES_BUILD_DIR): build/queue.lock.
 
 The lock is an flock(2) on the file, so the kernel releases it when its holder exits in any way
 (crash, SIGKILL): a lock file left behind is never stale. The file names the current holder.
@@ -25,6 +27,7 @@ except ImportError:  # pragma: no cover - not POSIX: commands are not serialised
     fcntl = None
 
 LOCK_FILE = "verl-patches.lock"
+QUEUE_LOCK_FILE = "queue.lock"
 TIMEOUT_ENV = "VERL_PATCHES_LOCK_TIMEOUT"
 DEFAULT_TIMEOUT = 600.0
 POLL = 0.1
@@ -73,9 +76,11 @@ def _open(path: Path) -> tuple[int, bool]:
 
 
 @contextlib.contextmanager
-def held(build_dir: Path, command: str, timeout: float | None = None, log=None) -> Iterator[Path]:
-    """Hold the lock of build_dir while the block runs; wait up to timeout seconds for another holder."""
-    path = (build_dir / LOCK_FILE).resolve()
+def held(
+    build_dir: Path, command: str, timeout: float | None = None, log=None, name: str = LOCK_FILE
+) -> Iterator[Path]:
+    """Hold the lock file `name` of build_dir while the block runs; wait up to timeout seconds for another holder."""
+    path = (build_dir / name).resolve()
     if path in _held or fcntl is None:
         _held[path] = _held.get(path, 0) + 1
         try:
