@@ -110,12 +110,15 @@ def _finish(folder: Path, info: dict) -> None:
 
 
 def _snapshot_tree(tree: BuildTree, nested: list[str]) -> str:
-    """The tree id of the work tree's files (tracked and untracked, not ignored, nested repositories left out),
-    without touching the index."""
+    """The tree id of the work tree's files (tracked and untracked, not ignored unless an import tracks the path,
+    nested repositories left out), without touching the index."""
     with scratch.folder("backup") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         tree.git.run("read-tree", "HEAD", env=env)
         tree.git.run("add", "--all", ".", env=env)
+        kept_ignored = tree.ignored_at_imported_paths()
+        if kept_ignored:
+            tree.git.run("add", "--force", "--", *kept_ignored, env=env)
         for path in nested:
             tree.git.run("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", path, env=env)
         return tree.git.out("write-tree", env=env)

@@ -63,6 +63,7 @@ class TreeState:
     behind: str | None = None
     rewrites: list[str] = field(default_factory=list)
     unborn: str | None = None  # HEAD's branch when it is a user's branch without a commit
+    overwritten: list[str] = field(default_factory=list)  # ignored files a rebuild would overwrite
 
     @property
     def work(self) -> list[str]:
@@ -71,6 +72,11 @@ class TreeState:
             shown = "\n".join(f"    {line}" for line in self.dirty[:20])
             more = f"\n    ... and {len(self.dirty) - 20} more" if len(self.dirty) > 20 else ""
             items.append(f"uncommitted changes:\n{shown}{more}")
+        if self.overwritten:
+            items.append(
+                "ignored files at paths the upstream import tracks (a rebuild checks the import out over them):\n"
+                + "\n".join(f"    {path}" for path in self.overwritten)
+            )
         if self.unexported:
             items.append("commits that patches/ does not have:\n" + "\n".join(f"    {u}" for u in self.unexported))
         if self.unmergeable:
@@ -116,6 +122,7 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
     if not head:
         return _unborn(tree, rec)
     state = TreeState(record=rec, in_progress=tree.in_progress(), dirty=tree.dirty_paths())
+    state.overwritten = tree.ignored_at_imported_paths()
     state.branches = _branches_elsewhere(tree, head, rec, project.queue)
     if rec and rec.state == record.APPLYING:
         state.incomplete.append(

@@ -139,6 +139,18 @@ class BuildTree:
         out = self.git.out("status", "--porcelain", "--untracked-files=all")
         return [line for line in out.splitlines() if line.strip()]
 
+    def ignored_at_imported_paths(self) -> list[str]:
+        """Ignored untracked files of the work tree at paths that an upstream/* import commit tracks: a rebuild,
+        which checks the import out, would overwrite them (ignored files elsewhere stay, as in any checkout)."""
+        ignored = self.git.out("ls-files", "-z", "--others", "--ignored", "--exclude-standard").split("\0")
+        ignored = {path for path in ignored if path}
+        if not ignored:
+            return []
+        imported: set[str] = set()
+        for tag in self.git.out("tag", "--list", "upstream/*").split():
+            imported.update(self.git.out("ls-tree", "-r", "-z", "--name-only", tag).split("\0"))
+        return sorted(ignored & imported)
+
     def commits_above(self, base: str, tip: str = "HEAD") -> list[tuple[str, str]]:
         out = self.git.out("log", "--reverse", "--format=%H %s", f"{base}..{tip}")
         return [tuple(line.split(" ", 1)) for line in out.splitlines() if line]  # type: ignore[misc]
