@@ -62,8 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"verl-patches: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"verl_patches.commands.{COMMANDS[name][0]}")
     try:
+        # Imported inside the handler: Ctrl-C while a command's modules load is an interrupt like any other.
+        module = importlib.import_module(f"verl_patches.commands.{COMMANDS[name][0]}")
         with signals.as_interrupts():
             project = _project(rest) if name in LOCKED else None
             if project is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import os
+import tempfile
 from pathlib import Path
 
 
@@ -14,24 +16,39 @@ class ConfigError(VerlPatchesError):
     """upstream.toml, patches/series or a patch file is malformed."""
 
 
-def what_to_do(code: int | None) -> str:
-    """What a person can do about a failed file operation, by its errno."""
+def setting_for(path: str | os.PathLike | None) -> str:
+    """The variable that moves the folder a path is in: TMPDIR for this tool's temporary folders,
+    VERL_PATCHES_CACHE for the download cache, VERL_PATCHES_BUILD_DIR otherwise (the build folders)."""
+    from verl_patches.layout import cache_dir  # layout imports this module
+    from verl_patches.scratch import PREFIX
+
+    if path is None:
+        return "VERL_PATCHES_BUILD_DIR"
+    real = Path(os.path.realpath(path))
+    temp = Path(os.path.realpath(tempfile.gettempdir()))
+    if real.is_relative_to(temp) and real != temp and real.relative_to(temp).parts[0].startswith(PREFIX):
+        return "TMPDIR"
+    if real.is_relative_to(os.path.realpath(cache_dir())):
+        return "VERL_PATCHES_CACHE"
+    return "VERL_PATCHES_BUILD_DIR"
+
+
+def what_to_do(code: int | None, path: str | os.PathLike | None = None) -> str:
+    """What a person can do about a failed file operation on path, by its errno."""
+    setting = setting_for(path)
     if code in (errno.ENOSPC, errno.EDQUOT):
-        return (
-            "Free some space on that disk (or set VERL_PATCHES_BUILD_DIR or VERL_PATCHES_CACHE to a folder on "
-            "another), then run the command again"
-        )
+        return f"Free some space on that disk (or set {setting} to a folder on another), then run the command again"
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
         return (
-            "Make it writable for you (`chmod -R u+w` on it, or ask its owner), or set VERL_PATCHES_BUILD_DIR to "
-            "a folder you can write, then run the command again"
+            f"Make it writable for you (`chmod -R u+w` on it, or ask its owner), or set {setting} to a folder you can "
+            "write, then run the command again"
         )
     return "Fix that, then run the command again"
 
 
 def os_error_message(exc: OSError, doing: str) -> str:
     where = f" ({exc.filename})" if exc.filename else ""
-    return f"{doing}: {exc.strerror or exc}{where}. {what_to_do(exc.errno)}"
+    return f"{doing}: {exc.strerror or exc}{where}. {what_to_do(exc.errno, exc.filename)}"
 
 
 # git's messages for the conditions of what_to_do
@@ -59,7 +76,7 @@ class BackupError(VerlPatchesError):
     def __init__(self, what: str, folder: Path, exc: Exception):
         if isinstance(exc, OSError):
             cause = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
-            todo = f"\n{what_to_do(exc.errno)}."
+            todo = f"\n{what_to_do(exc.errno, exc.filename)}."
         else:
             cause = str(exc)
             todo = "" if getattr(exc, "hint", "") else "\nFix what git says, then run the command again."

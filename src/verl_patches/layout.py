@@ -23,6 +23,14 @@ UPSTREAM_FILE = "upstream.toml"
 BASE_ENV = "VERL_PATCHES_BASE"
 
 
+def cache_dir() -> Path:
+    """The download cache: $VERL_PATCHES_CACHE, else verl-patches/ in $XDG_CACHE_HOME (default ~/.cache)."""
+    configured = os.environ.get("VERL_PATCHES_CACHE")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "verl-patches"
+
+
 def read_text(path: Path, name: str) -> str:
     """A UTF-8 text file of the checkout; a byte that is not UTF-8 is named with its line."""
     data = path.read_bytes()
@@ -122,11 +130,7 @@ class Project:
 
     @property
     def cache_dir(self) -> Path:
-        configured = os.environ.get("VERL_PATCHES_CACHE")
-        if configured:
-            return Path(configured)
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        return Path(base) / "verl-patches"
+        return cache_dir()
 
     @property
     def requirements_path(self) -> Path:
