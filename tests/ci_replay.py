@@ -131,8 +131,9 @@ def replay(runner: Replay, workflow: Path | str) -> dict[str, list[StepResult]]:
     runner.workflow = WORKFLOW_DIR / workflow if isinstance(workflow, str) else workflow
     data = runner.load()
     results = {}
-    for name, job in data["jobs"].items():
-        for matrix in matrix_runs(job):
+    runner.needs = {}
+    for name, job in data["jobs"].items():  # a job's needs come before it in this project's workflows
+        for matrix in matrix_runs(job, runner.needs):
             label = " ".join([name, *matrix.values()])
             results[label] = runner.run_job(name, job, data, matrix)
     return results

@@ -1,16 +1,19 @@
 """Replay a GitHub Actions workflow's `run:` steps on this machine, in order, in a fresh copy of the project.
 
 Only what the project's workflows use is supported: `${{ }}` expressions of the forms `inputs.X`, `vars.X`,
-`runner.temp`, `github.workspace` (not in a job with a `container:`, where they name the host's paths),
-`matrix.X` (one run per combination: matrix_runs) and `'literal'`, joined by `||`, in `env:` values (never in
+`secrets.X`, `runner.temp`, `github.workspace` (not in a job with a `container:`, where they name the host's
+paths), `matrix.X` (one run per combination: matrix_runs) and `'literal'`, joined by `||`, in `env:` values (never in
 `run:`); `uses:` steps of the actions in ACTIONS, which the replay stands in for (the copy is the checkout, this
 interpreter the Python); `working-directory`; `$GITHUB_ENV`; step `if:` conditions (conditions.py), with
-`steps.<id>.outcome`. Job `if:` conditions are not evaluated. Steps whose names start as one in Replay.failing are
+`steps.<id>.outcome`; step outputs (`$GITHUB_OUTPUT`) as job `outputs:` (`steps.<id>.outputs.X`), read by later
+jobs as `needs.<job>.outputs.X`, and a matrix list `fromJSON(needs.<job>.outputs.X)`. Job `if:` conditions are
+not evaluated. Steps whose names start as one in Replay.failing are
 made to fail without running, to see which steps run after a failure.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -59,6 +62,9 @@ class Replay:
     given: dict[str, str] = field(default_factory=dict)
     # starts of the names of run: steps that fail without running (a red test step stands in)
     failing: set[str] = field(default_factory=set)
+    secrets: dict[str, str] = field(default_factory=dict)
+    # the `outputs:` of the jobs run so far: `needs.<job>.outputs.<name>` -> value
+    needs: dict[str, str] = field(default_factory=dict)
 
     def load(self) -> dict:
         data = yaml.safe_load(self.workflow.read_text(encoding="utf-8"))
@@ -124,6 +130,7 @@ class Replay:
         github_env = Path(env["GITHUB_ENV"])
         results = []
         outcomes: dict[str, dict[str, str]] = {}  # steps.<id>.outcome / .conclusion
+        outputs: dict[str, str] = {}  # `<id>.outputs.<name>` -> value
         for i, step in enumerate(job.get("steps", [])):
             label = step.get("name") or step.get("uses") or f"step {i + 1}"
             if "uses" in step:
@@ -142,8 +149,16 @@ class Replay:
             else:
                 result = self.run_step(name, label, step, env, context, github_env)
             results.append(result)
+            output = Path(env["GITHUB_OUTPUT"])
+            written = output.read_text().splitlines() if output.is_file() else []
+            output.unlink(missing_ok=True)
             if "id" in step:
                 outcomes[step["id"]] = dict.fromkeys(("outcome", "conclusion"), result.outcome)
+                for key, sep, value in (line.partition("=") for line in written):
+                    if sep:
+                        outputs[f"{step['id']}.outputs.{key}"] = value
+        for key, value in (job.get("outputs") or {}).items():
+            self.needs[f"{name}.outputs.{key}"] = self.expand(value, {**context, "steps": outputs}, f"job {name}")
         return results
 
     def run_step(self, job: str, label: str, step: dict, env: dict, context: dict, github_env: Path) -> StepResult:
@@ -169,6 +184,8 @@ class Replay:
         host = "container" not in job
         return {
             "matrix": dict(matrix or {}),
+            "needs": self.needs,
+            "secrets": self.secrets,
             "inputs": self.inputs(data),
             "vars": self.vars,
             "runner": {"temp": str(self.temp)} if host else {},
@@ -183,12 +200,17 @@ class Replay:
         return shlex.split(options)
 
 
-def matrix_runs(job: dict) -> list[dict[str, str]]:
-    """The combinations of the job's strategy.matrix (lists of values only; no include/exclude): one empty one
-    for a job without a matrix."""
-    matrix = (job.get("strategy") or {}).get("matrix") or {}
+def matrix_runs(job: dict, needs: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """The combinations of the job's strategy.matrix (lists of values, or `${{ fromJSON(needs.<job>.outputs.X) }}`
+    of a list, from the outputs of the jobs run before; no include/exclude): one empty one for a job without a
+    matrix."""
+    matrix = dict((job.get("strategy") or {}).get("matrix") or {})
+    for key, value in matrix.items():
+        found = re.fullmatch(r"\$\{\{\s*fromJSON\(needs\.([\w.-]+)\)\s*\}\}", value) if isinstance(value, str) else None
+        if found and found.group(1) in (needs or {}):
+            matrix[key] = json.loads(needs[found.group(1)])
     if not isinstance(matrix, dict) or any(not isinstance(v, list) for v in matrix.values()):
-        raise ReplayError(f"unsupported matrix {matrix!r}: only lists of values")
+        raise ReplayError(f"unsupported matrix {matrix!r}: lists of values, or fromJSON of an earlier job's output")
     runs: list[dict[str, str]] = [{}]
     for key, values in matrix.items():
         runs = [{**run, key: str(value)} for run in runs for value in values]

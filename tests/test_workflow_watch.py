@@ -14,10 +14,11 @@ import threading
 import pytest
 import test_workflows
 import yaml
+from ci_replay import BASES, ROOT, failures, replay, step_output
 from conftest import FAKE_COMMIT, make_archive, make_sdist
 from fake_index import write_index
+from replay import Replay
 from test_model import mbox
-from test_workflows import BASES, ROOT, failures, replay, step_output
 
 from verl_patches.upstream_index import Index
 
@@ -177,3 +178,17 @@ def test_github_token_is_sent_to_githubs_api_only(tmp_path, monkeypatch):
         server.shutdown()
         server.server_close()
     assert seen == [("/pypi/verl/json", None), ("/github/repos/verl-project/verl/tags?per_page=100", "Bearer t0ken")]
+
+
+@pytest.mark.parametrize(("secrets", "token"), [({"FOLLOW_TOKEN": "app-token"}, "app-token"), ({}, "workflow-token")])
+def test_the_push_and_the_pull_request_use_the_follow_token_when_it_is_set(tmp_path, secrets, token):
+    """A push or pull request made with the workflow's own token starts no workflow run on the new queue."""
+    runner = Replay(workflow=ROOT / ".github" / "workflows" / "watch.yml", workspace=ROOT, temp=tmp_path)
+    runner.secrets = secrets
+    data = runner.load()
+    job = data["jobs"]["follow"]
+    context = {**runner.context(job, data, None), "github": {"token": "workflow-token"}}
+    (checkout,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout")]
+    (propose,) = [s for s in job["steps"] if s.get("run") == "make ci-follow-propose"]
+    assert runner.expand(checkout["with"]["token"], context, "checkout") == token
+    assert runner.expand(propose["env"]["GH_TOKEN"], context, "propose") == token

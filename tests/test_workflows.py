@@ -4,14 +4,15 @@ breaks here. The replay itself and the GPU job; the NPU job in test_workflows_np
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from ci_replay import (
-    BASES,
     JOB_SCRIPT,
     QUEUE_WORKFLOWS,
     ROOT,
@@ -45,21 +46,32 @@ def test_every_step_of_the_workflow_passes_in_dry_mode(runner, workflow):
     results = replay(runner, workflow)
     assert not failures(results), "\n".join(failures(results))
     jobs = runner.load()["jobs"].values()
-    expected = [s for job in jobs for _ in matrix_runs(job) for s in job["steps"] if "run" in s]
+    expected = [s for job in jobs for _ in matrix_runs(job, runner.needs) for s in job["steps"] if "run" in s]
     ran = [r for rs in results.values() for r in rs if r.outcome == "success"]
     assert len(ran) == len(expected)
     # Dry mode builds no test environment and installs no torch.
     assert not (runner.workspace / "build" / "venv").exists()
 
 
-def test_every_job_runs_once_per_declared_base():
-    declared = [base.version for base in Project(ROOT).bases()]
-    assert list(BASES) == declared
+@pytest.mark.parametrize("added", [None, "0.9.2"], ids=["upstream.toml", "with a new base"])
+def test_every_job_runs_once_per_base_that_upstream_toml_declares(tmp_path, added):
+    # The first job of each workflow prints the bases (make ci-bases-json); a new table changes every matrix.
+    text = (ROOT / "upstream.toml").read_text()
+    if added:
+        text += f'\n[base."{added}"]\nname = "verl"\nqueue = "patches/{added}"\nsource = "pypi-sdist"\n'
+    (tmp_path / "upstream.toml").write_text(text)
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    printed = subprocess.run(["make", "-s", "ci-bases-json"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    declared = [base.version for base in Project(ROOT).bases()] + ([added] if added else [])
+    assert json.loads(printed.stdout) == declared
     for workflow in QUEUE_WORKFLOWS:
-        runner = Replay(workflow=workflow, workspace=ROOT, temp=ROOT)
-        for name, job in runner.load()["jobs"].items():
-            assert [run["base"] for run in matrix_runs(job)] == declared, f"{workflow.name} job {name}"
-        assert "BASES: ${{ matrix.base }}" in workflow.read_text()
+        runner = Replay(workflow=workflow, workspace=ROOT, temp=tmp_path)
+        jobs = runner.load()["jobs"]
+        assert jobs["bases"]["outputs"] == {"bases": "${{ steps.bases.outputs.bases }}"}
+        job = jobs["test"]
+        assert job["needs"] == "bases" and "BASES: ${{ matrix.base }}" in workflow.read_text()
+        runs = matrix_runs(job, {"bases.outputs.bases": printed.stdout.strip()})
+        assert [run["base"] for run in runs] == declared, workflow.name
 
 
 def test_the_gpu_job_compares_verls_gpu_unit_tests_with_the_base(runner):
