@@ -32,7 +32,6 @@ from verl_patches.layout import Project
 GPU = "gpu.yml"
 SERIES_GPU = "Run the series' GPU tests"
 UPSTREAM_GPU = "Run verl's own GPU unit tests"
-DISTRIBUTED = "Run the series' 2-GPU tests"
 
 
 @pytest.fixture
@@ -80,15 +79,19 @@ def test_the_gpu_job_compares_verls_gpu_unit_tests_with_the_base(runner):
     out = step_output(results, UPSTREAM_GPU)
     assert "verl's GPU unit tests on the base and with the series, compared per test" in out
     assert "--ignore-glob=tests/models/" in out and "--ignore-glob=*on_cpu.py" in out
-    assert "--nproc_per_node" not in step_output(results, DISTRIBUTED)  # no such test here
 
 
 def test_each_gpu_test_step_runs_whatever_the_test_steps_before_it_gave(runner):
-    runner.failing = {SERIES_GPU, UPSTREAM_GPU}
-    results = replay(runner, GPU)
-    distributed = step_result(results, DISTRIBUTED)
-    assert distributed.outcome == "success", distributed.output
-    assert step_result(results, UPSTREAM_GPU).outcome == "failure"
+    runner.failing = {SERIES_GPU}
+    upstream = step_result(replay(runner, GPU), UPSTREAM_GPU)
+    assert upstream.outcome == "success", upstream.output
+
+
+def test_the_torchrun_step_runs_when_and_only_when_the_series_has_a_distributed_test():
+    # Without one, a torchrun step over tests/special_distributed prints "nothing to run" and passes unchecked.
+    patches = sorted((ROOT / "patches").glob("*/*.patch"))
+    added = [p for p in patches if "\n+++ b/tests/special_distributed/test_" in p.read_text(errors="replace")]
+    assert ("make ci-gpu-distributed" in (WORKFLOW_DIR / GPU).read_text()) == bool(added)
 
 
 @pytest.mark.parametrize(("failing", "outcome"), [("Run the CPU tests", "success"), ("Build the tool", "skipped")])
@@ -100,7 +103,7 @@ def test_verls_cpu_suite_runs_whatever_the_cpu_tests_gave(runner, failing, outco
 def test_no_gpu_test_step_runs_without_build_venv(runner):
     runner.failing = {"Prepare build/venv"}
     results = replay(runner, GPU)
-    assert [step_result(results, name).outcome for name in (SERIES_GPU, UPSTREAM_GPU, DISTRIBUTED)] == ["skipped"] * 3
+    assert [step_result(results, name).outcome for name in (SERIES_GPU, UPSTREAM_GPU)] == ["skipped"] * 2
 
 
 def test_the_model_files_come_from_a_repository_variable(runner, tmp_path):
