@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .PHONY: all build tool apply check wheel table test test-tool test-series test-wheel lint prove bench clean distclean
 # The bases declared in upstream.toml ([base."<version>"] tables, else the version of its single [upstream]
 # table); `make BASES=0.9.0 ...` restricts every target.
-BASES ?= $(shell sed -n 's/^\[base\."\([^"]*\)"\]$$/\1/p' upstream.toml)
+BASES ?= $(shell sed -n 's/^\[base\."\([^"]*\)"\][[:space:]]*\(#.*\)\{0,1\}$$/\1/p' upstream.toml)
 ifeq ($(strip $(BASES)),)
 BASES := $(shell sed -n '/^\[upstream\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' upstream.toml)
 endif

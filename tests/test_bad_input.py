@@ -48,8 +48,12 @@ def test_rebase_onto_a_string_that_is_not_a_version_is_a_usage_error(checkout, c
         ("[1, 2]", "backup.json holds a JSON list, not an object"),
         ('{"kind": "patches", "created": "x", "files": []}', "backup.json of a patches backup lacks reason"),
         ('{"kind": "other"}', "backup.json names no known kind of backup (kind 'other')"),
+        (
+            '{"kind": "tree", "reason": "r", "created": "c", "tree": "t", "branch": "b", "head": null, "head_ref": 0}',
+            "backup.json of a tree backup has values of the wrong type for head, head_ref",
+        ),
     ],
-    ids=["not JSON", "a list", "no reason", "unknown kind"],
+    ids=["not JSON", "a list", "no reason", "unknown kind", "a null head"],
 )
 def test_a_damaged_backup_record_is_named_and_the_other_backups_still_listed(checkout, capsys, record, damage):
     assert checkout.cli("apply") == 0

@@ -28,3 +28,11 @@ def test_apply_leaves_the_orphan_branchs_files_alone(orphan, capsys, force):
     assert (orphan.tree / "verl" / "models" / "util.py").read_text() == "EDITED = True\n"
     assert (orphan.tree / "verl" / "draft.py").read_text() == "DRAFT = 1\n"
     assert orphan.user_git("symbolic-ref", "--short", "HEAD").strip() == "experiment"
+
+
+def test_an_empty_orphan_branch_holds_nothing_to_lose(checkout):
+    assert checkout.cli("apply") == 0
+    checkout.user_git("checkout", "-q", "--orphan", "empty")
+    checkout.user_git("rm", "-rfq", ".")
+    assert checkout.cli("apply") == 0
+    assert checkout.user_git("symbolic-ref", "--short", "HEAD").strip() == "series"

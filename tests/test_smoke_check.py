@@ -4,6 +4,7 @@ one test per kind of broken run it exists to catch."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ def test_a_step_with_null_losses_fails(logs, capsys, kinds):
     assert check("--steps", "2", *logs(edited(HEALTHY, NULL_LOSSES), kinds)) == 1
     out = capsys.readouterr().out
     for rule, metric in [("policy loss", "actor/pg_loss"), ("KL loss", "actor/kl_loss"), ("reward score", "critic")]:
-        assert f"FAILED: {rule} ({metric}" in out and "step 2: nan (null or not a finite number)" in out
+        assert re.search(rf"FAILED: {rule} \({metric}[^)]*\): step 2: nan \(null or not a finite number\)", out)
 
 
 def test_a_step_whose_metrics_are_all_null_fails(logs, capsys):
@@ -76,13 +77,9 @@ def test_a_step_whose_metrics_are_all_null_fails(logs, capsys):
     assert f"FAILED: step 2: all {len(HEALTHY[2])} metrics are null or not finite numbers" in out
 
 
-@pytest.mark.parametrize(
-    ("at", "message"),
-    [((2,), f"rollout/actor probability gap ({PROBS_GAP}): not logged at step(s) 2"), ((1, 2), "none of")],
-    ids=["at one step", "never"],
-)
+@pytest.mark.parametrize("at", [(2,), (1, 2)], ids=["at one step", "never"])
 @pytest.mark.parametrize("metric", [PROBS_GAP, "actor/kl_loss"])
-def test_a_required_metric_not_logged_fails(logs, capsys, at, message, metric):
+def test_a_required_metric_not_logged_fails(logs, capsys, at, metric):
     assert check(*logs(edited(HEALTHY, {metric: None}, at))) == 1
     out = capsys.readouterr().out
     assert f"({metric}): not logged at step(s) 2" in out if at == (2,) else f"none of {metric} logged" in out

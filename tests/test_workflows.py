@@ -56,8 +56,8 @@ def test_every_step_of_the_workflow_passes_in_dry_mode(runner, workflow):
 def test_every_job_runs_once_per_base_that_upstream_toml_declares(tmp_path, added):
     # The first job of each workflow prints the bases (make ci-bases-json); a new table changes every matrix.
     text = (ROOT / "upstream.toml").read_text()
-    if added:
-        text += f'\n[base."{added}"]\nname = "verl"\nqueue = "patches/{added}"\nsource = "pypi-sdist"\n'
+    if added:  # with a comment on its header line, which TOML allows
+        text += f'\n[base."{added}"]  # newest\nname = "verl"\nqueue = "patches/{added}"\nsource = "pypi-sdist"\n'
     (tmp_path / "upstream.toml").write_text(text)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     printed = subprocess.run(["make", "-s", "ci-bases-json"], cwd=tmp_path, capture_output=True, text=True, check=True)

@@ -35,10 +35,10 @@ GIT_STATE = (
 )  # fmt: skip
 
 
-# The keys of backup.json that listing and restoring a backup of each kind read.
+# The keys of backup.json that listing and restoring a backup of each kind read, with their types.
 REQUIRED_KEYS = {
-    "tree": ("reason", "created", "tree", "branch", "head", "head_ref"),
-    "patches": ("reason", "created", "files"),
+    "tree": {"reason": str, "created": str, "tree": str, "branch": str, "head": str, "head_ref": (str, type(None))},
+    "patches": {"reason": str, "created": str, "files": list},
 }
 
 
@@ -83,6 +83,9 @@ def _read_info(folder: Path) -> tuple[dict, str]:
     missing = [key for key in REQUIRED_KEYS[info["kind"]] if key not in info]
     if missing:
         return {}, f"{INFO_FILE} of a {info['kind']} backup lacks {', '.join(missing)}"
+    wrong = [key for key, kind in REQUIRED_KEYS[info["kind"]].items() if not isinstance(info[key], kind)]
+    if wrong:
+        return {}, f"{INFO_FILE} of a {info['kind']} backup has values of the wrong type for {', '.join(wrong)}"
     return info, ""
 
 

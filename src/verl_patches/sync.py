@@ -104,9 +104,10 @@ def _unborn(tree: BuildTree, rec: Record | None) -> TreeState:
     """A tree whose HEAD has no commit: the tool's branch before its first import, or a user's orphan branch, whose
     files (tracked or not) are work that no backup can hold as a commit of HEAD."""
     branch = tree.current_branch()
-    if branch in (None, tree.branch):
+    dirty = tree.dirty_paths() if branch not in (None, tree.branch) else []
+    if not dirty:  # the tool's branch, or an empty orphan branch: nothing to lose
         return TreeState(record=rec)
-    state = TreeState(record=rec, dirty=tree.dirty_paths(), unborn=branch)
+    state = TreeState(record=rec, dirty=dirty, unborn=branch)
     state.in_progress.append(
         f"HEAD is on branch {branch}, which has no commit yet (an orphan branch): commit its files there, "
         f"then `git switch {tree.branch}` back to the series"

@@ -27,8 +27,10 @@ from verl_patches.sdist import newest_mtime, read_regular, read_verified, unpack
 
 BRANCH = "series"
 # Branches the tool makes and owns: backups, rebase results, the branch of a scratch work tree.
-SCRATCH_PREFIX = "scratch/"
-TOOL_BRANCH_PREFIXES = ("backup/", "rebase/", SCRATCH_PREFIX)
+# A branch `verl-patches` of the user's would block these (git keeps refs as paths); `scratch/` would have been
+# blocked by a branch `scratch`, a common name.
+SCRATCH_PREFIX = "verl-patches/scratch-"
+TOOL_BRANCH_PREFIXES = ("backup/", "rebase/", "verl-patches/")
 # The tip the tool last wrote to each branch it leaves for the user (rebase/<version>): refs/verl-patches/kept/<b>.
 KEPT_REFS = "refs/verl-patches/kept/"
 SHA_TRAILER = "Upstream-Sdist-Sha256"
@@ -161,7 +163,7 @@ class BuildTree:
         return ref.removeprefix("refs/heads/") or None
 
     def branch_tips(self) -> dict[str, str]:
-        """Every local branch but the tool's own (backup/*, rebase/*, scratch): short name -> commit."""
+        """Every local branch but the tool's own (backup/*, rebase/*, verl-patches/*): short name -> commit."""
         out = self.git.out("for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads")
         tips = dict(line.split(" ", 1) for line in out.splitlines() if line)
         return {name: tip for name, tip in tips.items() if not name.startswith(TOOL_BRANCH_PREFIXES)}
@@ -172,7 +174,8 @@ class BuildTree:
         if tip and tip != self.git.rev(KEPT_REFS + branch):
             raise UnexportedWorkError(
                 f"refusing to rewrite branch {branch} of {self.path}: it is at {tip[:12]}, not where verl-patches "
-                f"left it (commits made there, or a branch of your own). Nothing was changed. Keep them under "
+                f"left it (commits made there, a branch of your own, or one an older verl-patches left without a "
+                f"record). Nothing was changed. Keep them under "
                 f"another name (`git -C {self.path} branch -m {branch} <new name>`), or delete the branch, then run "
                 "again"
             )
