@@ -46,6 +46,7 @@ def escapes(outside: Path) -> dict[str, list[tuple[tarfile.TarInfo, bytes | None
         "absolute-link": [_link(f"{TOP}/d", str(outside)), _file(f"{TOP}/d/pwned")],
         "link-then-file": [_link(f"{TOP}/s", "verl/models/util.py"), _file(f"{TOP}/s")],
         "file-then-link": [_file(f"{TOP}/s"), _link(f"{TOP}/s", "y/" * 20 + CLIMB + tail), _link(f"{TOP}/y", ".")],
+        "empty-link": [_link(f"{TOP}/s", "")],  # not an escape: refused by name, not with a bare ENOENT
     }
 
 

@@ -223,6 +223,8 @@ def _write_member(archive: tarfile.TarFile, member: tarfile.TarInfo, folder: int
                 raise twice from None
         return
     if member.issym():
+        if not member.linkname:  # the OS refuses to create it with a bare ENOENT that names neither
+            raise UnsafeMemberError(f"{label}: symlink {member.name!r} has an empty target")
         if member.linkname.startswith("/"):
             raise UnsafeMemberError(f"{label}: symlink {member.name!r} points outside the tree ({member.linkname!r})")
         try:
