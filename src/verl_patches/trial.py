@@ -19,8 +19,8 @@ from verl_patches.tree import SCRATCH_PREFIX, BuildTree
 def linked_worktree(main: BuildTree, commit: str, keep: str | None = None) -> Iterator[BuildTree]:
     """A detached linked worktree of main at commit, removed afterwards (its commits stay in main's objects).
 
-    What it commits goes to a branch of its own (scratch/<pid>-<random>, deleted afterwards), or to branch `keep`,
-    which is left for the user: a branch of that name must hold only what the tool last wrote there
+    What it commits goes to a branch of its own (verl-patches/scratch-<pid>-<random>, deleted afterwards), or to
+    branch `keep`, which is left for the user: a branch of that name must hold only what the tool last wrote there
     (BuildTree.check_tool_branch), and is recorded as the tool's when the block ends."""
     if keep:
         main.check_tool_branch(keep)
