@@ -50,14 +50,19 @@ def table(upstream: Upstream, queue: str) -> str:
     lines = [f'[base."{upstream.version}"]', f'name = "{upstream.name}"', f'queue = "{queue}"']
     lines.append(f'source = "{upstream.source}"')
     if upstream.source == SDIST_OVER_ARCHIVE and upstream.over is not None:
-        over = upstream.over.version
-        lines.insert(0, f"# {upstream.version}: the PyPI sdist's files laid over the {over} tag archive")
-        lines += [f'over = "{upstream.over.version}"', f'sha256 = "{upstream.sha256}"', f'tree = "{upstream.tree}"']
+        over = upstream.over
+        lines.insert(0, f"# {upstream.version}: the PyPI sdist's files laid over the {over.archive_name}")
+        if over.version:
+            lines.append(f'over = "{over.version}"')
+        else:
+            lines.append(
+                f'over = {{ repository = "{over.repository}", commit = "{over.commit}", tree = "{over.tree}" }}'
+            )
+        lines += [f'sha256 = "{upstream.sha256}"', f'tree = "{upstream.tree}"']
     elif upstream.source == GIT_ARCHIVE:
-        lines += [
-            f'repository = "{upstream.repository}"', f'tag = "{upstream.git_tag}"', f'commit = "{upstream.commit}"',
-            f'tree = "{upstream.tree}"',
-        ]  # fmt: skip
+        lines += [f'repository = "{upstream.repository}"']
+        lines += [f'tag = "{upstream.git_tag}"'] if upstream.git_tag else []
+        lines += [f'commit = "{upstream.commit}"', f'tree = "{upstream.tree}"']
     else:
         lines.append(f'sha256 = "{upstream.sha256}"')
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
-"""Get the pinned upstream source file into the cache: a tag archive (cache, mirror, GitHub) or a PyPI sdist.
+"""Get the pinned upstream source file into the cache: an archive (cache, mirror, GitHub) or a PyPI sdist.
 
-A tag archive is verified later, by the git tree id of its imported files (tree.py); a cached file is never
+An archive is verified later, by the git tree id of its imported files (tree.py); a cached file is never
 overwritten or deleted here.
 """
 
@@ -59,7 +59,7 @@ def fetch(upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=pr
             tried.append(f"  - {url}: {getattr(exc, 'reason', None) or exc}")
     where = "" if mirror else f"  - no mirror: neither --mirror nor {MIRROR_ENV} is set\n"
     raise VerlPatchesError(
-        f"cannot get {upstream.repository} {upstream.git_tag}'s tag archive {upstream.archive_filename}:\n"
+        f"cannot get {upstream.repository}'s {upstream.archive_name} ({upstream.archive_filename}):\n"
         + "\n".join(tried)
         + "\n"
         + where

@@ -227,13 +227,15 @@ class BuildTree:
         """Commit the files of the source tarball as they are (tagged upstream/<version>) and check out the commit
         (when checkout). A tag archive must give the pinned tree id; otherwise TreeMismatchError, and the work tree
         is untouched."""
+        what = " ".join(filter(None, [upstream.name, upstream.version]))
         if upstream.is_archive:
-            subject = f"Import {upstream.name} {upstream.version} from its tag archive {upstream.git_tag}"
+            subject = f"Import {what} from its {upstream.archive_name}"
             trailers = f"Upstream-Commit: {upstream.commit}\n{TREE_TRAILER}: {upstream.tree}"
         else:
-            subject = f"Import {upstream.name} {upstream.version} from its PyPI sdist"
+            subject = f"Import {what} from its PyPI sdist"
             trailers = f"{SHA_TRAILER}: {upstream.sha256}"
-        message = f"{subject}\n\nUpstream-Version: {upstream.version}\n{trailers}\n"
+        version = f"Upstream-Version: {upstream.version}\n" if upstream.version else ""
+        message = f"{subject}\n\n{version}{trailers}\n"
         # Read once: an sdist is imported from the bytes its hash was checked on; an archive's pin is the tree id
         # of the files these bytes give.
         content = read_regular(source) if upstream.is_archive else read_verified(source, upstream.sha256)

@@ -283,10 +283,11 @@ def overlay_summary(old: Upstream, new: Upstream, shipped: list[str], kept: list
         top = path.split("/", 1)[0] if "/" in path else "(top level)"
         folders[top] = folders.get(top, 0) + 1
     by_folder = ", ".join(f"`{name}` {count}" for name, count in sorted(folders.items()))
+    archive = f"{old.git_tag} tag archive" if old.git_tag else old.archive_name
     lines = [
-        f"- new base: verl {new.version}'s sdist over the {old.git_tag} tag archive (no tag archive of {new.version} "
+        f"- new base: verl {new.version}'s sdist over the {archive} (no tag archive of {new.version} "
         f"was used): {len(shipped)} paths checked (the sdist's files, pinned by its sha256); {len(kept)} paths "
-        f"carried over from {old.git_tag} unchecked ({by_folder})",
+        f"carried over from {old.git_tag or old.commit[:12]} unchecked ({by_folder})",
     ]
     inside = [path for path in kept if path.startswith(f"{old.name}/")]
     modules = [path for path in inside if path.endswith(".py")]

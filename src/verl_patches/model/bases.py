@@ -51,13 +51,16 @@ def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
         if table.setdefault("version", version) != version:
             raise ConfigError(f"{source}: {label} says version = {table['version']!r}; leave it out or make it equal")
         over = None
-        if table.get("source") == SDIST_OVER_ARCHIVE:
+        if table.get("source") == SDIST_OVER_ARCHIVE and isinstance(table.get("over"), dict):
+            over = Upstream.commit_archive(table["over"], str(table.get("name", "")), source, label)
+        elif table.get("source") == SDIST_OVER_ARCHIVE:
             over = by_version.get(str(table.get("over", "")))
             if over is None or over.source != GIT_ARCHIVE:
                 archives = [v for v, u in by_version.items() if u.source == GIT_ARCHIVE]
                 raise ConfigError(
                     f"{source}: {label} over = {table.get('over')!r} must name a declared base whose source is "
-                    f"{GIT_ARCHIVE!r} (declared: {', '.join(archives) or 'none'})"
+                    f"{GIT_ARCHIVE!r} (declared: {', '.join(archives) or 'none'}), or be a table "
+                    "{repository, commit, tree} declaring a commit archive"
                 )
         upstream = Upstream.from_table(table, source, label, over=over)
         queue = table.get("queue")

@@ -1,12 +1,14 @@
 """The pinned upstream release: which verl source the series applies to, and how its content is pinned.
 
 Source kinds:
-- ``git-archive``: GitHub's tag archive of the repository, pinned by the git tree id of its imported files
-  (an archive sha256 may be recorded for reference; it is not checked: GitHub may re-compress archives).
+- ``git-archive``: GitHub's archive of the repository at a tag (``tag``) or, without a tag, at a commit, pinned by
+  the git tree id of its imported files (an archive sha256 may be recorded for reference; it is not checked:
+  GitHub may re-compress archives).
 - ``pypi-sdist``: the PyPI sdist, pinned by its sha256.
-- ``sdist-over-archive``: the PyPI sdist (pinned by its sha256) with its files written over the import of another
-  declared base (``over``, a tag archive): the paths the sdist does not ship come from that archive. Pinned also by
-  the git tree id of the composed import.
+- ``sdist-over-archive``: the PyPI sdist (pinned by its sha256) with its files written over the import of an
+  archive (``over``): another declared base's archive, named by its version, or a commit archive declared inline
+  (``over = {repository, commit, tree}``, e.g. the branch a release was cut from). The paths the sdist does not ship
+  come from that archive. Pinned also by the git tree id of the composed import.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ class Upstream:
     git_tag: str = ""
     commit: str = ""
     tree: str = ""
-    over: Upstream | None = None  # sdist-over-archive: the base whose archive the sdist is laid over
+    over: Upstream | None = None  # sdist-over-archive: the archive the sdist is laid over
+
+    # A commit archive declared inline as a base's `over` has no version of its own ("").
 
     @property
     def sdist_filename(self) -> str:
@@ -50,12 +54,19 @@ class Upstream:
 
     @property
     def archive_filename(self) -> str:
-        """The name GitHub gives the tag archive: <repository name>-<tag without a leading v>.tar.gz."""
-        return f"{self.repository.split('/')[-1]}-{self.git_tag.removeprefix('v')}.tar.gz"
+        """The name GitHub gives the archive: <repository name>-<tag without a leading v, or the commit>.tar.gz."""
+        return f"{self.repository.split('/')[-1]}-{self.git_tag.removeprefix('v') or self.commit}.tar.gz"
 
     @property
     def archive_url(self) -> str:
-        return f"https://github.com/{self.repository}/archive/refs/tags/{self.git_tag}.tar.gz"
+        if self.git_tag:
+            return f"https://github.com/{self.repository}/archive/refs/tags/{self.git_tag}.tar.gz"
+        return f"https://github.com/{self.repository}/archive/{self.commit}.tar.gz"
+
+    @property
+    def archive_name(self) -> str:
+        """How reports and messages name the archive: 'tag archive v0.9.0' or 'commit archive 1dda039b9c63'."""
+        return f"tag archive {self.git_tag}" if self.git_tag else f"commit archive {self.commit[:12]}"
 
     @property
     def is_archive(self) -> bool:
@@ -72,7 +83,8 @@ class Upstream:
 
     @property
     def tag(self) -> str:
-        return f"upstream/{self.version}"
+        """The tag of its import in a build tree: upstream/<version>, or upstream/<commit> for an inline archive."""
+        return f"upstream/{self.version or self.commit[:12]}"
 
     @classmethod
     def from_mapping(cls, data: dict, source: str = "upstream.toml") -> Upstream:
@@ -87,17 +99,19 @@ class Upstream:
         if kind not in SOURCES:
             raise ConfigError(f"{source}: {label} source must be one of {', '.join(SOURCES)}, not {kind!r}")
         required = ["name", "version"] + {
-            GIT_ARCHIVE: ["repository", "tag", "commit", "tree"],
+            GIT_ARCHIVE: ["repository", "commit", "tree"],
             PYPI_SDIST: ["sha256"],
             SDIST_OVER_ARCHIVE: ["sha256", "over", "tree"],
         }[kind]
-        missing = [k for k in required if not isinstance(table.get(k), str) or not table.get(k)]
+        missing = [k for k in required if k != "over" and (not isinstance(table.get(k), str) or not table.get(k))]
+        if kind == SDIST_OVER_ARCHIVE and not table.get("over"):
+            missing.append("over")
         if missing:
             raise ConfigError(f"{source}: {label} with source = {kind!r} needs string keys {', '.join(missing)}")
         if kind == SDIST_OVER_ARCHIVE and (over is None or not over.source == GIT_ARCHIVE):
             raise ConfigError(
                 f"{source}: {label} over = {table['over']!r} must name another declared base whose source is "
-                f"{GIT_ARCHIVE!r}"
+                f"{GIT_ARCHIVE!r}, or be a table {{repository, commit, tree}} declaring a commit archive"
             )
         try:
             Version(table["version"])
@@ -135,6 +149,18 @@ class Upstream:
             tree=str(table.get("tree", "")).lower(),
             over=over if kind == SDIST_OVER_ARCHIVE else None,
         )
+
+    @classmethod
+    def commit_archive(cls, table: dict, name: str, source: str, label: str) -> Upstream:
+        """The commit archive an sdist-over-archive base declares inline as its `over` table."""
+        unknown = sorted(set(table) - {"repository", "commit", "tree", "sha256"})
+        if unknown:
+            raise ConfigError(
+                f"{source}: {label} over has unknown keys {', '.join(unknown)}: a commit archive is declared by "
+                "repository, commit and tree (sha256 optional, for reference)"
+            )
+        pinned = cls.from_table({**table, "name": name, "version": "0", "source": GIT_ARCHIVE}, source, f"{label} over")
+        return cls(name, "", pinned.sha256, GIT_ARCHIVE, pinned.repository, "", pinned.commit, pinned.tree)
 
     def to_toml(self) -> str:
         if self.source == GIT_ARCHIVE:
