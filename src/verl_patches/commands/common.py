@@ -155,8 +155,9 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
             raise PatchApplyError(
                 name,
                 f"{exc.detail}\nThe tool aborted that git am: nothing is left in progress, and {project.tree_name} "
-                f"holds the patches before it. Fix {project.queue}/{name} (or port it by hand on top of the "
-                "tree, commit and `verl-patches export`), then run `verl-patches apply`.",
+                f"holds the patches before it. Fix {project.queue}/{name} and run `verl-patches apply`, or port "
+                "it and the patches after it by hand on top of the tree (commit each) and run "
+                "`verl-patches export --force`.",
             ) from None
         applied = tree.head()
     rewrites = sum(planned_changes(project, tree.export(base)), [])

@@ -14,7 +14,8 @@ def build_parser():
     p.add_argument(
         "--force",
         action="store_true",
-        help="export even when patches/ changed since build/verl was built (patches/ is kept as a backup first)",
+        help="export even when patches/ changed since build/verl was built, or when its last apply stopped at a "
+        "patch that did not apply (patches/ is kept as a backup first)",
     )
     return p
 
@@ -35,10 +36,17 @@ def main(argv: list[str] | None = None) -> int:
             "Commit (or amend) them in the build tree first, or discard them with git there."
         )
     rec = state.record
-    if rec and rec.state in (record.APPLYING, record.FAILED):
+    if rec and rec.state in (record.APPLYING, record.FAILED) and not (args.force and rec.state == record.FAILED):
         raise UnexportedWorkError(
             f"refusing to export: {project.tree_name} does not hold the whole series, so an export would remove the "
-            f"patches it lacks from {project.queue}/:\n" + "\n".join(f"  - {item}" for item in state.incomplete)
+            f"patches it lacks from {project.queue}/:\n"
+            + "\n".join(f"  - {item}" for item in state.incomplete)
+            + (
+                f"\nWhen the patches it lacks are ported by hand (committed on top) or meant to go, `export --force` "
+                f"writes the tree's series ({project.queue}/ kept in a backup first)."
+                if rec.state == record.FAILED
+                else ""
+            )
         )
     if state.behind:
         raise UnexportedWorkError(f"refusing to export: {state.behind}")
