@@ -126,6 +126,17 @@ def test_exemption_required_without_code_and_refused_on_fixes():
     assert "prove-exempt" not in rules(subject="[megatron] refactor: x", body=exempt)
 
 
+def test_a_backport_keeps_the_tests_of_the_change_it_backports():
+    """An upstream change without a test that fails first (a config key removed from scripts) is backported as it is."""
+    body = BODY_TEXT + (
+        "Origin: backport, https://github.com/verl-project/verl/pull/7\nProve-Exempt: upstream's change has no test\n"
+        "Forwarded: not-needed\n"
+    )
+    found = rules(subject="[megatron] fix: drop a key (backport of verl#7)", files=("verl/run.sh",), body=body)
+    assert not found & {"tests", "prove-exempt"}
+    assert {"tests", "prove-exempt"} <= rules(files=("verl/run.sh",), body=BODY + "Prove-Exempt: no test\n")
+
+
 def test_separator_in_message():
     assert "message-separator" in rules(after_sep="more message text\n")
     assert "message-separator" not in rules()

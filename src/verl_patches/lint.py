@@ -202,8 +202,9 @@ TEST_KINDS = (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression te
 
 
 def check_tests(patch: Patch) -> list[Finding]:
-    """A fix changes a CPU test and a GPU test, or a test helper module (which the trial apply checks is imported)."""
-    if not patch.code_files or patch.helper_files:
+    """A fix changes a CPU test and a GPU test, or a test helper module (which the trial apply checks is imported).
+    A backport keeps the tests of the upstream change it backports, whatever they are: it is upstream's shape."""
+    if not patch.code_files or patch.helper_files or patch.origin is not None:
         return []
     findings = []
     for suffix, kind in TEST_KINDS:
@@ -249,7 +250,7 @@ def check_exemption(patch: Patch) -> list[Finding]:
                 f"add a trailer '{EXEMPT_TRAILER}: <reason>'",
             )
         ]
-    if patch.code_files and reason is not None and match and match.group("type") == "fix":
+    if patch.code_files and reason is not None and match and match.group("type") == "fix" and patch.origin is None:
         return [
             Finding(
                 patch.name,
