@@ -204,3 +204,27 @@ def test_pr_says_when_a_patch_is_not_to_be_sent(with_template, trailers, status,
     assert with_template.cli("pr", "1") == status
     out, err = capsys.readouterr()
     assert note in err and "### What does this PR do?\n\nq.\n" in out
+
+
+JOB = "  nightly:\n    runs-on: {runner}\n    steps:\n      - run: bash tests/special_npu/run.sh\n"
+
+
+@pytest.mark.parametrize(
+    ("runner", "trailer", "status"),
+    [
+        ("linux-aarch64-a3-16", "", 3),  # a new job on a self-hosted runner, never run there
+        ("linux-aarch64-a3-16", "Hardware-Run: https://github.com/o/verl/actions/runs/1\n", 0),
+        ("ubuntu-latest", "", 0),  # GitHub-hosted: its pull request's own CI runs it
+    ],
+)
+def test_pr_holds_back_a_new_self_hosted_job_until_a_run_is_named(with_template, runner, trailer, status, capsys):
+    message = "[ci] test: add a nightly job\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\nProve-Exempt: CI\n"
+    with_template.commit_in_tree(
+        ".github/workflows/nightly.yml", "on: push\njobs:\n" + JOB.format(runner=runner), message + trailer
+    )
+    assert with_template.cli("export") == 0
+    capsys.readouterr()
+    assert with_template.cli("pr", "2") == status
+    err = capsys.readouterr().err
+    held = "adds a CI job on the self-hosted runner linux-aarch64-a3-16, which has never run there"
+    assert (held in err) == (status == 3) and ("'Hardware-Run: <URL of the run>'" in err) == (status == 3)

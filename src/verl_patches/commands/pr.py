@@ -1,7 +1,8 @@
 """verl-patches pr: print a patch of the series as a verl pull request (title, branch, body).
 
 Exit status: 0, or 3 when the patch is not to be sent upstream (a backport of a merged PR, or
-`Forwarded: not-needed`): the PR is printed all the same, and a note on stderr says why."""
+`Forwarded: not-needed`) or not yet (it adds a CI job on a self-hosted runner and no `Hardware-Run:` trailer names a
+green run of it): the PR is printed all the same, and a note on stderr says why."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from verl_patches.errors import ConfigError, GitError, VerlPatchesError
 from verl_patches.layout import Project
 from verl_patches.model.patch import Patch
 from verl_patches.model.pull_request import PullRequest, build
-from verl_patches.model.trailers import FORWARDED, NOT_NEEDED
+from verl_patches.model.trailers import FORWARDED, HARDWARE_RUN, NOT_NEEDED
 from verl_patches.tree import BuildTree
 
 TEMPLATE = ".github/PULL_REQUEST_TEMPLATE.md"
@@ -25,7 +26,8 @@ def build_parser():
     p = parser(
         "pr",
         "Print a patch as a verl pull request: title, branch name and a body in verl's PR template. "
-        f"Exit status {NOT_FOR_UPSTREAM}: the patch is not to be sent upstream (a backport, Forwarded: not-needed).",
+        f"Exit status {NOT_FOR_UPSTREAM}: the patch is not to be sent upstream (a backport, Forwarded: not-needed), "
+        f"or not before a run of the self-hosted CI job it adds (a {HARDWARE_RUN}: <URL> trailer names it).",
     )
     p.add_argument("patch", help="the patch: its 1-based position in patches/series, or its file name")
     p.add_argument("--field", choices=FIELDS, help="print only this part (e.g. for `gh pr create --title`)")
@@ -59,7 +61,8 @@ def template_text(tree: BuildTree) -> str:
 
 
 def meant_for_upstream(patch: Patch) -> bool:
-    return patch.origin is None and (patch.forwarded is None or patch.forwarded.needed)
+    sendable = not patch.self_hosted_runners or patch.hardware_run is not None
+    return sendable and patch.origin is None and (patch.forwarded is None or patch.forwarded.needed)
 
 
 def upstream_note(patch: Patch) -> str | None:
@@ -71,6 +74,11 @@ def upstream_note(patch: Patch) -> str | None:
             "it is not meant to be sent upstream"
         )
     forwarded = patch.forwarded
+    if patch.self_hosted_runners and patch.hardware_run is None:
+        return (
+            f"{patch.name} adds a CI job on the self-hosted runner {', '.join(patch.self_hosted_runners)}, which has "
+            f"never run there: send it once a green run exists, named by a trailer '{HARDWARE_RUN}: <URL of the run>'"
+        )
     if forwarded is not None and not forwarded.needed:
         return f"{patch.name} is '{FORWARDED}: {NOT_NEEDED}': it is not meant to be sent upstream"
     if forwarded is not None and forwarded.pr is not None:

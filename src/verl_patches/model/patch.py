@@ -14,11 +14,14 @@ from verl_patches.model.trailers import (
     BUG,
     EXEMPT_TRAILER,
     FORWARDED,
+    GITHUB_HOSTED,
+    HARDWARE_RUN,
     ORIGIN,
     AppliedUpstream,
     Forwarded,
     GitHubRef,
     Origin,
+    is_url,
 )
 
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*):\s*(.*)$")
@@ -43,6 +46,7 @@ class Patch:
     added_files: list[str] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
     changed_lines: dict[str, int] = field(default_factory=dict)  # path -> lines added plus lines removed
+    runners_added: list[str] = field(default_factory=list)  # `runs-on:` values the patch adds to workflows
     separator_in_message: bool = False
     has_diff: bool = True
 
@@ -92,6 +96,7 @@ class Patch:
                 "\\n\\n' >> <file>`)"
             )
         files, added, deleted, changed = _files(diff)
+        runners = _runners_added(diff)
         return cls(
             name=name,
             subject=" ".join(subject.split()),
@@ -103,6 +108,7 @@ class Patch:
             added_files=added,
             deleted_files=deleted,
             changed_lines=changed,
+            runners_added=runners,
             separator_in_message=separator_in_message,
             has_diff=bool(files),
         )
@@ -123,6 +129,17 @@ class Patch:
     def origin(self) -> Origin | None:
         """The one well-formed `Origin: backport, <URL>` trailer: the patch is a backport of that PR."""
         return self._single(ORIGIN, Origin.parse)
+
+    @property
+    def self_hosted_runners(self) -> list[str]:
+        """The self-hosted runner labels of the CI jobs the patch adds: such a job needs a run there first."""
+        return [label for label in self.runners_added if not GITHUB_HOSTED.match(label)]
+
+    @property
+    def hardware_run(self) -> str | None:
+        """The URL of the one `Hardware-Run:` trailer, when it is one."""
+        values = self.trailer_values(HARDWARE_RUN)
+        return values[0] if len(values) == 1 and is_url(values[0]) else None
 
     @property
     def applied_upstream(self) -> AppliedUpstream | None:
@@ -248,6 +265,21 @@ def _files(diff: bytes) -> tuple[list[str], list[str], list[str], dict[str, int]
             deleted.append(match.group(1).decode("utf-8", errors="replace"))
         changed[path] = sum(1 for line in hunks.split(b"\n") if line[:1] in (b"+", b"-"))
     return files, added, deleted, changed
+
+
+_WORKFLOW = re.compile(rb"^diff --git a/\S+ b/\.github/workflows/[^/\s]+\.ya?ml$")
+_RUNS_ON = re.compile(rb"^\+\s*runs-on:\s*(\S+)")
+
+
+def _runners_added(diff: bytes) -> list[str]:
+    """The `runs-on:` values on the lines a patch adds to .github/workflows/*.yml."""
+    found, in_workflow = [], False
+    for line in diff.split(b"\n"):
+        if line.startswith(b"diff --git "):
+            in_workflow = bool(_WORKFLOW.match(line))
+        elif in_workflow and (match := _RUNS_ON.match(line)):
+            found.append(match.group(1).decode("utf-8", errors="replace"))
+    return found
 
 
 _HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")

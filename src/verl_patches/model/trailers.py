@@ -5,6 +5,8 @@
   `` (backport of verl#N)``); a backport is ``Forwarded: not-needed``.
 - ``Applied-Upstream: <version>[, <URL>]`` or ``Applied-Upstream: <URL>``: where the change landed upstream.
 - ``Bug: <URL>`` (repeatable): an upstream issue or PR the patch answers.
+- ``Hardware-Run: <URL>``: a green run, on its runner, of the self-hosted CI job the patch adds; a patch that adds
+  such a job is not sent upstream without one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ FORWARDED = "Forwarded"
 ORIGIN = "Origin"
 APPLIED_UPSTREAM = "Applied-Upstream"
 BUG = "Bug"
+HARDWARE_RUN = "Hardware-Run"
 EXEMPT_TRAILER = "Prove-Exempt"
 RETIRED = "Upstream-Status"  # the project's former vocabulary
 
@@ -28,6 +31,14 @@ HOME = "verl-project/verl"  # the repository a bare `#N` refers to
 
 _GITHUB = re.compile(r"^https://github\.com/(?P<repo>[\w.-]+/[\w.-]+)/(?P<kind>pull|issues)/(?P<number>\d+)/?$")
 _URL = re.compile(r"^https?://\S+$")
+# Runner labels of GitHub-hosted machines; any other `runs-on:` is a self-hosted (GPU, NPU) runner.
+GITHUB_HOSTED = re.compile(r"^['\"]?(ubuntu|windows|macos)-")
+
+
+def is_url(value: str) -> bool:
+    return bool(_URL.match(value))
+
+
 BACKPORT_SUBJECT = re.compile(r" \(backport of verl#(?P<number>\d+)\)$")
 
 
