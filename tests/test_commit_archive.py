@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from conftest import make_archive, make_sdist, sha256, tree_id_of
-from test_bases import REPO_ONLY, git_in, make_queues, overlay_tree_id, tree_of
+from test_bases import REPO_ONLY, archive_table, git_in, make_queues, overlay_tree_id, tree_of
 
 from verl_patches.errors import ConfigError
 from verl_patches.model.bases import parse_bases
@@ -112,3 +112,24 @@ def test_rebase_onto_a_newer_sdist_keeps_the_commit_archive_under_it(over_main, 
     tree = tree_of(over_main, "1.2.0")
     assert git_in(tree, "show", "upstream/1.2.0:README.md") == "# 1.2.0\n"
     assert git_in(tree, "show", "upstream/1.2.0:examples/run.sh") == MAIN_ONLY["examples/run.sh"]
+
+
+def test_rebase_onto_a_declared_base_lays_the_sdist_over_its_own_archive(checkout, tmp_path, monkeypatch, capsys):
+    """1.0.0 is a tag archive; the declared 1.1.0 is its sdist over a commit archive (not over 1.0.0's archive)."""
+    monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
+    mirror = tmp_path / "mirror"
+    tag = make_archive(mirror, "1.0.0", {**REPO_ONLY, "README.md": "# 1.0.0\n"}, drop=("PKG-INFO",))
+    commit = make_archive(mirror, COMMIT, {**MAIN_ONLY, "README.md": "# main\n"}, drop=("PKG-INFO",))
+    sdist = make_sdist(checkout.cache, "1.1.0", {"README.md": "# 1.1.0\n"})
+    overlay = overlay_tree_id(commit, sdist, tmp_path)
+    declared = inline_table("1.1.0", sha256(sdist), overlay, tree_id_of(commit, tmp_path))
+    (checkout.root / "upstream.toml").write_text(archive_table("1.0.0", tree_id_of(tag, tmp_path)) + declared)
+    make_queues(checkout.root, "1.0.0", "1.1.0")
+    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
+    assert checkout.cli("apply", "--base", "1.0.0") == 0
+    capsys.readouterr()
+    assert checkout.cli("rebase", "--onto", "1.1.0", "--base", "1.0.0") == 0
+    assert f"verl 1.1.0's sdist over the commit archive {COMMIT[:12]}" in capsys.readouterr().out
+    tree = tree_of(checkout, "1.0.0")
+    assert git_in(tree, "rev-parse", "rebase/1.1.0^{tree}").strip() == overlay  # the pin upstream.toml declares
+    assert git_in(tree, "show", "rebase/1.1.0:examples/run.sh") == MAIN_ONLY["examples/run.sh"]

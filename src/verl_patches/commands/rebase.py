@@ -391,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = PytestRunner(python=python, cache_path=project.build_dir / "prove-cache.json", env_stamp=stamp)
     branch = f"rebase/{new.version}"
     archive = old if old.is_archive else old.over
+    if declared is not None and declared.upstream.over is not None:
+        archive = declared.upstream.over  # the new base names the archive its sdist is laid over
     with linked_worktree(main_tree, base, keep=branch) as tree:
         old_commits = dict(
             zip(
@@ -402,9 +404,9 @@ def main(argv: list[str] | None = None) -> int:
         if tag_archive:
             new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
         elif archive is not None:
-            over = base if old.is_archive else main_tree.import_commit(archive)
-            if not over:
-                raise VerlPatchesError(f"no import of {archive.tag} in {project.tree_dir}: run `verl-patches apply`")
+            # The archive's import, made here (fetched and checked against its pin) when this tree has none.
+            over = base if archive == old else main_tree.import_commit(archive)
+            over = over or source.import_pinned(main_tree, archive, project.cache_dir, project.mirror, checkout=False)
             new_base, shipped, kept, dropped = tree.overlay_sdist(new, sdist, over, parent=base)
             base_lines = overlay_summary(archive, new, shipped, kept, dropped)
             new = dataclasses.replace(
