@@ -148,3 +148,13 @@ def test_tag_archive_pins_the_new_base_from_its_download(one_archive_base, tmp_p
     assert 'source = "git-archive"\nrepository = "verl-project/verl"\ntag = "v1.1.0"\n' in table
     assert f'commit = "{FAKE_COMMIT}"\ntree = "{tree_id_of(archive, tmp_path)}"\n' in table
     assert one_archive_base.cli("apply", "--base", "1.1.0") == 0  # the pins hold
+
+
+def test_a_conflicting_patch_without_verl_code_is_left_for_a_hand_port(lifecycle, tmp_path, capsys):
+    """Its tests passing on the new base say nothing of upstream having it: there is no code to have."""
+    script = {"scripts/run.sh": "echo run\n", "tests/scripts/test_run_on_cpu.py": "def test_run():\n    pass\n"}
+    add(lifecycle, "[ci] feat: add a run script", "Forwarded: no", script)
+    rows, out, rc = rebase(lifecycle, tmp_path, capsys, UPSTREAM_OWN_FIX, ("scripts/run.sh", "echo other\n"))
+    row = rows["[ci] feat: add a run script"]
+    assert "conflict" in row and row.rstrip().endswith("no: port by hand") and "carried as tests only" not in out
+    assert "changes nothing under verl/" in out and rc == 1

@@ -208,6 +208,10 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
     if not tests:
         outcome.tests_on_new_base = "no CPU tests"
         return
+    if not patch.code_files:  # nothing upstream could have fixed: its tests passing there tell nothing
+        outcome.tests_on_new_base = "not run"
+        outcome.notes.append("it changes nothing under verl/, so no upstream fix can replace it; port it by hand")
+        return
     tree.git.run("checkout", old_commit, "--", *outside)
     result = runner.outcome(tree, tests)
     if not result.passed:
