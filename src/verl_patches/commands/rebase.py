@@ -408,9 +408,12 @@ def main(argv: list[str] | None = None) -> int:
         if tag_archive:
             new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
         elif archive is not None:
-            # The archive's import, made here (fetched and checked against its pin) when this tree has none.
-            over = base if archive == old else main_tree.import_commit(archive)
-            over = over or source.import_pinned(main_tree, archive, project.cache_dir, project.mirror, checkout=False)
+            # The archive's import in this tree; made here (fetched, checked against its pin) when it has none.
+            over = (
+                base
+                if archive == old
+                else source.import_pinned(main_tree, archive, project.cache_dir, project.mirror, checkout=False)
+            )
             new_base, shipped, kept, dropped = tree.overlay_sdist(new, sdist, over, parent=base)
             base_lines = overlay_summary(archive, new, shipped, kept, dropped)
             new = dataclasses.replace(

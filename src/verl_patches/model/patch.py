@@ -14,7 +14,6 @@ from verl_patches.model.trailers import (
     BUG,
     EXEMPT_TRAILER,
     FORWARDED,
-    GITHUB_HOSTED,
     HARDWARE_RUN,
     ORIGIN,
     AppliedUpstream,
@@ -269,6 +268,8 @@ def _files(diff: bytes) -> tuple[list[str], list[str], list[str], dict[str, int]
 
 _WORKFLOW = re.compile(rb"^diff --git a/\S+ b/\.github/workflows/[^/\s]+\.ya?ml$")
 _RUNS_ON = re.compile(rb"^\+\s*runs-on:\s*(\S+)")
+# Runner labels of GitHub-hosted machines; any other `runs-on:` is a self-hosted (GPU, NPU) runner.
+GITHUB_HOSTED = re.compile(r"^['\"]?(ubuntu|windows|macos)-")
 
 
 def _runners_added(diff: bytes) -> list[str]:

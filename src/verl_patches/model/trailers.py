@@ -31,8 +31,6 @@ HOME = "verl-project/verl"  # the repository a bare `#N` refers to
 
 _GITHUB = re.compile(r"^https://github\.com/(?P<repo>[\w.-]+/[\w.-]+)/(?P<kind>pull|issues)/(?P<number>\d+)/?$")
 _URL = re.compile(r"^https?://\S+$")
-# Runner labels of GitHub-hosted machines; any other `runs-on:` is a self-hosted (GPU, NPU) runner.
-GITHUB_HOSTED = re.compile(r"^['\"]?(ubuntu|windows|macos)-")
 
 
 def is_url(value: str) -> bool:

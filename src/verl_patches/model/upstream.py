@@ -37,7 +37,7 @@ _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 @dataclass(frozen=True)
 class Upstream:
     name: str
-    version: str
+    version: str  # "" for a commit archive declared inline as a base's `over`: no release of its own
     sha256: str = ""
     source: str = PYPI_SDIST
     repository: str = ""
@@ -45,8 +45,6 @@ class Upstream:
     commit: str = ""
     tree: str = ""
     over: Upstream | None = None  # sdist-over-archive: the archive the sdist is laid over
-
-    # A commit archive declared inline as a base's `over` has no version of its own ("").
 
     @property
     def sdist_filename(self) -> str:
