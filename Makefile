@@ -82,8 +82,10 @@ GPU_KIT_ARGS ?=
 gpu-kit: apply-$(lastword $(BASES))
 	$(BIN)/python ci/gpu_kit/build.py --base $(lastword $(BASES)) $(GPU_KIT_ARGS)
 
+# The tool's tests run in TEST_WORKERS pytest-xdist processes (default: one per core).
+TEST_WORKERS ?= auto
 test-tool: tool
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) tests
 
 test-series: $(BASES:%=test-series-%)
 $(BASES:%=test-series-%): test-series-%: tool

@@ -155,6 +155,7 @@ JOB_ENVIRONMENT = (
     "TORCH_INDEX_URL",
     "CI_DRY_RUN",
     "GPU_KIT_ARGS",
+    "TEST_WORKERS",
     "MAKEFLAGS",
     "MAKELEVEL",
     "MFLAGS",

@@ -36,7 +36,7 @@ GIT_STATE = (
 
 
 # The keys of backup.json that listing and restoring a backup of each kind read, with their types.
-REQUIRED_KEYS = {
+REQUIRED_KEYS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "tree": {"reason": str, "created": str, "tree": str, "branch": str, "head": str, "head_ref": (str, type(None))},
     "patches": {"reason": str, "created": str, "files": list},
 }

@@ -24,7 +24,7 @@ from verl_patches.errors import VerlPatchesError, os_error_message
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: commands are not serialised
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 LOCK_FILE = "verl-patches.lock"
 QUEUE_LOCK_FILE = "queue.lock"

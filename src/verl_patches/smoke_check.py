@@ -124,7 +124,8 @@ def load_thresholds(path: Path) -> tuple[Rule, ...]:
             Rule(
                 name=raw["name"],
                 metrics=tuple(metrics),
-                **flags,
+                required=flags["required"],
+                finite=flags["finite"],
                 why=raw.get("why", ""),
                 **{k: float(v) for k, v in bounds.items()},
             )
@@ -134,6 +135,7 @@ def load_thresholds(path: Path) -> tuple[Rule, ...]:
 
 def _console_value(text: str) -> float:
     match = _NUMBER.match(text.strip())
+    assert match is not None  # the pattern's second branch matches any line
     raw = (match.group(1) if match.group(1) is not None else match.group(2)).strip()
     try:
         return float(raw)

@@ -6,6 +6,7 @@ import os
 import re
 import shlex
 import shutil
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,8 +145,8 @@ class BuildTree:
     def ignored_at_imported_paths(self) -> list[str]:
         """Ignored untracked files of the work tree at paths that an upstream/* import commit tracks: a rebuild,
         which checks the import out, would overwrite them (ignored files elsewhere stay, as in any checkout)."""
-        ignored = self.git.out("ls-files", "-z", "--others", "--ignored", "--exclude-standard").split("\0")
-        ignored = {path for path in ignored if path}
+        listed = self.git.out("ls-files", "-z", "--others", "--ignored", "--exclude-standard").split("\0")
+        ignored = {path for path in listed if path}
         if not ignored:
             return []
         imported: set[str] = set()
@@ -297,7 +298,7 @@ class BuildTree:
         self,
         source: Path | bytes,
         over: str | None = None,
-        leave_out: set[str] = frozenset(),
+        leave_out: AbstractSet[str] = frozenset(),
         label: str | None = None,
     ) -> tuple[str, list[str]]:
         """Write the tree of the tarball's files (a file, or its bytes named by label; on top of commit `over`, if

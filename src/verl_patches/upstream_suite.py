@@ -115,7 +115,7 @@ def _pytest(python: Path, tree: Path, env, args: list[str], timeout: int, log, k
 
 
 def parse_junit(text: str) -> dict[str, str]:
-    outcomes = {}
+    outcomes: dict[str, str] = {}
     for case in ET.fromstring(text).iter("testcase"):
         test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
         if case.find("failure") is not None or case.find("error") is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from verl_patches import proof_record
 from verl_patches.commands.common import parser, project_of, reports_errors
@@ -26,7 +26,7 @@ class Proof:
     failed_before: str = SKIP
     passed_after: str = SKIP
     earlier_pass: str = SKIP
-    problems: list[str] | None = None
+    problems: list[str] = field(default_factory=list)
     failures_before: tuple[str, ...] = ()  # pytest's short summary lines without the patch's code
 
     @property
@@ -47,11 +47,15 @@ def prove(project: Project, runner: PytestRunner, log=print) -> list[Proof]:
     proofs: list[Proof] = []
     with scratch_tree(main, upstream, project.cache_dir, log=log, mirror=project.mirror) as tree:
         base = tree.head()
+        assert base, "a scratch tree starts on the import commit"
         commits = apply_each(tree, [(p.name, project.patch_path(p.name)) for p in patches])
         earlier: list[str] = []
         for index, patch in enumerate(patches):
             previous = commits[index - 1] if index else base
-            proof = Proof(patch=patch, tests=tests_of(tree.git, commits[index], patch, "_on_cpu.py"), problems=[])
+            proof = Proof(
+                patch=patch,
+                tests=tests_of(tree.git, commits[index], patch, "_on_cpu.py"),
+            )
             log(f"[{index + 1}/{len(patches)}] {patch.subject}")
             if patch.exemption is not None:
                 proof.failed_before = "exempt"
@@ -122,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(proofs))
     bad = [p for p in proofs if not p.ok]
     for proof in bad:
-        for problem in proof.problems or []:
+        for problem in proof.problems:
             print(f"{proof.patch.name}: {problem}")
     took = time.monotonic() - start
     print(

@@ -55,6 +55,7 @@ def applied_range(project: Project, version_of: Project, main: BuildTree) -> tup
         marker = version_of is project
         apply_each(tree, [(name, version_of.patch_path(name)) for name in series.names], marker=marker)
         head = tree.head()
+        assert base and head
         # Keep the commits reachable while range-diff runs (and for later inspection).
         main.git.run("update-ref", f"refs/range-diff/{head}", head)
     assert base and head

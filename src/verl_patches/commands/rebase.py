@@ -120,6 +120,7 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
     for patch in patches:
         patch_file = project.patch_path(patch.name)
         before = tree.head()
+        assert before, "the replay starts on the new base's import commit"
         applied = patch.applied_upstream
         if applied and applied.released_by(version):
             log(f"dropping {patch.name}: {APPLIED_UPSTREAM}: {applied.format()}")
@@ -248,6 +249,7 @@ def carry_tests_only(tree, patch: Patch, old_commit: str, outcome: Outcome, runn
 
 def backport_upstream(tree, patch: Patch, outcome: Outcome, runner, version: str) -> None:
     """A backport the new base already holds: dropped; its CPU tests (upstream's copy of them) are run there."""
+    assert patch.origin is not None, "called for backports only"
     tests = patch.tests_matching("_on_cpu.py")
     outcome.carried = BACKPORT_DROPPED
     note = f"a backport of {patch.origin.pr.url}, which verl {version} has as it is: dropped from the new queue"
@@ -382,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tag_archive:
         new, sdist, provenance = pin_tag_archive(project, main_tree, old, args.onto, args.tag_archive, print)
         tag_archive = True
-    elif tag_archive:
+    elif declared is not None and tag_archive:
         new, sdist = declared.upstream, source.fetch(declared.upstream, project.cache_dir, project.mirror, log=print)
         provenance = "its tag archive, checked against the tree id upstream.toml pins"
     else:

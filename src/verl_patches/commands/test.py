@@ -207,9 +207,9 @@ def upstream_guard(
     name = suite.name
     if before is None:
         print(f"verl's {name} on the base ({upstream.tag}):", flush=True)
-        with linked_worktree(tree, base) as base_tree:
+        with linked_worktree(tree, base) as base_checkout:
             keep = junit and junit.with_name(junit.name + "-base")
-            before = upstream_suite.run(python, base_tree.path, extra, suite, keep=keep)
+            before = upstream_suite.run(python, base_checkout.path, extra, suite, keep=keep)
         upstream_suite.store_base(cache, key, before)
     else:
         print(f"verl's {name} on the base ({upstream.tag}): outcomes from {cache}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from verl_patches.model.patch import Patch
@@ -45,7 +46,7 @@ class Comparison:
     only_old: list[Entry] = field(default_factory=list)
     only_new: list[Entry] = field(default_factory=list)
 
-    def drift(self, pending: set[str] = frozenset()) -> list[tuple[str, str, str | None]]:
+    def drift(self, pending: AbstractSet[str] = frozenset()) -> list[tuple[str, str, str | None]]:
         """(where, what, reason) for each difference; reason is the Base-Specific trailer that explains it, the
         Applied-Upstream trailer of an old patch that the new release has, the hand port it awaits (a name of the
         old queue in pending), or None when nothing does."""
