@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from verl_patches.layout import Project
+from verl_patches.checkout import Project
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = [sys.executable, "-m", "verl_patches"]

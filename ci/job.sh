@@ -193,7 +193,7 @@ npu-smoke)
         "actor_rollout_ref.rollout.calculate_log_probs=True"
         "data.train_max_samples=${TRAIN_MAX_SAMPLES:-32}" "data.val_max_samples=${VAL_MAX_SAMPLES:-8}"
         "trainer.default_local_dir=${CKPT_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/npu-smoke-ckpt}")
-    check=(.venv/bin/python -m verl_patches.smoke_check --thresholds ci/smoke-thresholds.toml --steps "$steps"
+    check=(.venv/bin/python ci/smoke_check.py --thresholds ci/smoke-thresholds.toml --steps "$steps"
         "$metrics" "$console")
     ray_stop
     # The launch command must compose; DRY_RUN=1 only prints it.

@@ -16,7 +16,7 @@ from conftest import make_sdist, sha256
 from fake_index import serve, write_index
 from replay import Replay, StepResult, fresh_copy, matrix_runs
 
-from verl_patches.layout import Project
+from verl_patches.checkout import Project
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW_DIR = ROOT / ".github" / "workflows"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import make_archive
 
-from verl_patches import sdist
 from verl_patches.errors import VerlPatchesError
+from verl_patches.sources import sdist
 
 TOP = "verl-1.0.0"
 CLIMB = "../" * 20  # enough to reach / from the temporary folders here (20 links: below the 40 a path may follow)

@@ -13,7 +13,7 @@ import pytest
 
 from verl_patches import cli
 from verl_patches.errors import os_error_message
-from verl_patches.scratch import PREFIX
+from verl_patches.git.scratch import PREFIX
 
 
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EROFS, errno.ENOSPC])

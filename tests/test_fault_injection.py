@@ -23,9 +23,9 @@ import time
 import pytest
 from conftest import Checkout, Interrupted, message, stop_after
 
-from verl_patches import new_queue
-from verl_patches.layout import Project
+from verl_patches.checkout import Project
 from verl_patches.model.upstream import Upstream
+from verl_patches.queue import new_queue
 
 SEED = 20261130
 ATTEMPTS = 30

@@ -6,7 +6,7 @@ import pytest
 import test_lifecycle
 from test_lifecycle import FIXED, GPU_TEST, commit_files, message
 
-from verl_patches.helper_tests import import_pattern
+from verl_patches.testing.helper_tests import import_pattern
 
 HELPER = "tests/models/_clamp_cases.py"
 CASES = "CASES = [(-1, 0), (3, 3)]\n"

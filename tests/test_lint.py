@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_model import mbox
 
-from verl_patches.lint import lint_patch, lint_series
+from verl_patches.model.lint import lint_patch, lint_series
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 

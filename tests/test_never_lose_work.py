@@ -225,7 +225,7 @@ def test_a_backup_restores_with_the_listed_commands(checkout, capsys):
 
 # -- 8: the lock ------------------------------------------------------------------------------------------------
 def test_a_held_lock_is_named_in_the_error(checkout):
-    from verl_patches import lock
+    from verl_patches.queue import lock
 
     with lock.held(checkout.root / "build", "apply --test-holder"):
         proc = run_cli(checkout, "apply", env={"VERL_PATCHES_LOCK_TIMEOUT": "0.3"})

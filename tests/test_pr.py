@@ -14,10 +14,10 @@ from conftest import make_sdist, sha256
 from test_lifecycle import BUGGY, add_clamp_fix
 from test_model import mbox
 
-from verl_patches.layout import Project
+from verl_patches.checkout import Project
 from verl_patches.model.patch import Patch
 from verl_patches.model.pull_request import build, split_template, unwrap
-from verl_patches.source import MIRROR_ENV
+from verl_patches.sources.source import MIRROR_ENV
 
 TEMPLATE = """\
 ### What does this PR do?

@@ -4,15 +4,21 @@ one test per kind of broken run it exists to catch."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
 from smoke_logs import HEALTHY, INT_MASK, VALIDATION, console_log, edited, file_log
 
-from verl_patches.smoke_check import load_thresholds, main, parse_log
-
-THRESHOLDS = Path(__file__).resolve().parent.parent / "ci" / "smoke-thresholds.toml"
+CI = Path(__file__).resolve().parent.parent / "ci"
+THRESHOLDS = CI / "smoke-thresholds.toml"
+_spec = importlib.util.spec_from_file_location("smoke_check", CI / "smoke_check.py")
+assert _spec and _spec.loader
+smoke_check = sys.modules["smoke_check"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(smoke_check)
+load_thresholds, main, parse_log = smoke_check.load_thresholds, smoke_check.main, smoke_check.parse_log
 PROBS_GAP = "training/rollout_probs_diff_mean"
 NAN = float("nan")
 

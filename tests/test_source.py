@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import make_archive, pin_archive, tree_id_of
 
-from verl_patches import sdist, source
 from verl_patches.errors import VerlPatchesError
 from verl_patches.model.upstream import Upstream
-from verl_patches.source import archive_cache_path
+from verl_patches.sources import sdist, source
+from verl_patches.sources.source import archive_cache_path
 
 UNREACHABLE = "http://127.0.0.1:9/verl.tar.gz"
 

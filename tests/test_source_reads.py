@@ -8,7 +8,7 @@ import os
 import pytest
 from conftest import make_sdist
 
-from verl_patches import sdist
+from verl_patches.sources import sdist
 
 UNREACHABLE = "http://127.0.0.1:9/verl.tar.gz"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import GOOD_MESSAGE, make_sdist, sha256
 
-from verl_patches.upstream_ci import gpu_unit_test_args, pytest_selection
+from verl_patches.testing.verl_workflows import gpu_unit_test_args, pytest_selection
 
 SKIPPING_GPU_TEST = "import pytest\n\n\ndef test_gpu():\n    pytest.skip('no CUDA')\n"
 FAKE_TORCH = """\

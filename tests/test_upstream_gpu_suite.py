@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import GOOD_MESSAGE, make_sdist, sha256
 
-from verl_patches.upstream_suite import parse_junit
+from verl_patches.testing.verl_suite import parse_junit
 
 WORKFLOW = ".github/workflows/gpu_unit_tests.yml"
 GPU_UNIT_TESTS = """\

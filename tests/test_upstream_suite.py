@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import make_archive, pin_archive, tree_id_of
 
-from verl_patches.upstream_suite import parse_junit
+from verl_patches.testing.verl_suite import parse_junit
 
 UPSTREAM_TEST = (
     "from verl.models.util import build_mask\n\n\n"

@@ -13,7 +13,7 @@ import sys
 import pytest
 from conftest import Checkout, message, pin_archive, restore_commands
 
-from verl_patches import backups, lock, record, sync
+from verl_patches.queue import backups, lock, record, sync
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_permissions = pytest.mark.skipif(AS_ROOT, reason="root writes through file permissions")

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from verl_patches import venv
 from verl_patches.errors import VerlPatchesError
+from verl_patches.testing import venv
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 

@@ -20,7 +20,7 @@ from fake_index import write_index
 from replay import Replay
 from test_model import mbox
 
-from verl_patches.upstream_index import Index
+from verl_patches.sources.index import Index
 
 runner = test_workflows.runner  # the fixture, used here too
 

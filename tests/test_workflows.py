@@ -27,7 +27,7 @@ from ci_replay import (
 from conditions import evaluate
 from replay import Replay, ReplayError, matrix_runs
 
-from verl_patches.layout import Project
+from verl_patches.checkout import Project
 
 GPU = "gpu.yml"
 SERIES_GPU = "Run the series' GPU tests"

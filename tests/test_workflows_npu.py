@@ -23,7 +23,7 @@ from ci_replay import (
 )
 from replay import Replay
 
-from verl_patches.layout import Project
+from verl_patches.checkout import Project
 
 NPU = "npu.yml"
 SMOKE = "Run the Qwen3.5 THD smoke script"

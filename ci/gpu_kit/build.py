@@ -33,9 +33,9 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from verl_patches.checkout import Project
 from verl_patches.commands.test import series_tests
 from verl_patches.errors import VerlPatchesError
-from verl_patches.layout import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

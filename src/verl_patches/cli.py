@@ -8,9 +8,11 @@ import importlib
 import os
 import sys
 
-from verl_patches import __version__, lock, scratch, signals
+from verl_patches import __version__, signals
+from verl_patches.checkout import Project
 from verl_patches.errors import ConfigError, VerlPatchesError
-from verl_patches.layout import Project
+from verl_patches.git import scratch
+from verl_patches.queue import lock
 
 COMMANDS = {
     "apply": ("apply", "materialise build/verl: pinned upstream source + patches/series"),

@@ -19,8 +19,8 @@ class ConfigError(VerlPatchesError):
 def setting_for(path: str | os.PathLike | None) -> str:
     """The variable that moves the folder a path is in: TMPDIR for this tool's temporary folders,
     VERL_PATCHES_CACHE for the download cache, VERL_PATCHES_BUILD_DIR otherwise (the build folders)."""
-    from verl_patches.layout import cache_dir  # layout imports this module
-    from verl_patches.scratch import PREFIX
+    from verl_patches.checkout import cache_dir  # layout imports this module
+    from verl_patches.git.scratch import PREFIX
 
     if path is None:
         return "VERL_PATCHES_BUILD_DIR"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from verl_patches import backups
 from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.queue import backups
 
 
 def build_parser():

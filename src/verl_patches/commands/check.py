@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from verl_patches import queues, upstream_checks
+from verl_patches.checkout import Project
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError, PatchApplyError
-from verl_patches.helper_tests import tests_of
-from verl_patches.layout import Project
-from verl_patches.lint import TEST_KINDS, Finding, lint_patch, lint_series
+from verl_patches.git.tree import BuildTree
+from verl_patches.git.trial import apply_each, scratch_tree
 from verl_patches.model.compare import BASE_SPECIFIC
+from verl_patches.model.lint import TEST_KINDS, Finding, lint_patch, lint_series
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
-from verl_patches.sync import assess
-from verl_patches.tree import BuildTree
-from verl_patches.trial import apply_each, scratch_tree
+from verl_patches.queue import queues
+from verl_patches.queue.sync import assess
+from verl_patches.testing import verl_checks
+from verl_patches.testing.helper_tests import tests_of
 
 
 def build_parser():
@@ -73,15 +74,15 @@ def helper_test_findings(project: Project, tree: BuildTree, commits: list[str]) 
 
 
 def upstream_sanity(project: Project, tree: BuildTree, base: str, commits: list[tuple[str, str]]) -> list[Finding]:
-    runner = upstream_checks.Runner(tree)
+    runner = verl_checks.Runner(tree)
     try:
-        findings, notes = upstream_checks.hook_findings(runner, base, commits, project.tree_name)
+        findings, notes = verl_checks.hook_findings(runner, base, commits, project.tree_name)
         subjects = [
             (name, patch.subject)
             for name, patch in zip(project.load_series().names, project.load_patches(), strict=True)
         ]
-        findings += upstream_checks.title_findings(runner, subjects, project.tree_name)
-        findings += upstream_checks.ruff_findings(runner, base, commits, project.tree_name)
+        findings += verl_checks.title_findings(runner, subjects, project.tree_name)
+        findings += verl_checks.ruff_findings(runner, base, commits, project.tree_name)
     finally:
         runner.close()
     for note in notes:

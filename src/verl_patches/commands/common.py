@@ -8,13 +8,13 @@ import functools
 import sys
 from collections.abc import Callable
 
-from verl_patches import backups, record
+from verl_patches.checkout import Project
 from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError, os_error_message
-from verl_patches.layout import Project
-from verl_patches.source import fetch, import_pinned, mirror_from
-from verl_patches.sync import assess, planned_changes
-from verl_patches.tree import BuildTree
-from verl_patches.trial import apply_each
+from verl_patches.git.tree import BuildTree
+from verl_patches.git.trial import apply_each
+from verl_patches.queue import backups, record
+from verl_patches.queue.sync import assess, planned_changes
+from verl_patches.sources.source import fetch, import_pinned, mirror_from
 
 
 def parser(prog: str, description: str) -> argparse.ArgumentParser:

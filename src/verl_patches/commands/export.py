@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from verl_patches import backups, record
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import UnexportedWorkError, VerlPatchesError
-from verl_patches.sync import assess, planned_changes, write_export
-from verl_patches.tree import BuildTree
+from verl_patches.git.tree import BuildTree
+from verl_patches.queue import backups, record
+from verl_patches.queue.sync import assess, planned_changes, write_export
 
 
 def build_parser():

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from verl_patches import proof_record
+from verl_patches.checkout import Project
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError, GitError, VerlPatchesError
-from verl_patches.layout import Project
+from verl_patches.git.tree import BuildTree
 from verl_patches.model.patch import Patch
 from verl_patches.model.pull_request import PullRequest, build
 from verl_patches.model.trailers import FORWARDED, HARDWARE_RUN, NOT_NEEDED
-from verl_patches.tree import BuildTree
+from verl_patches.testing import proof_record
 
 TEMPLATE = ".github/PULL_REQUEST_TEMPLATE.md"
 FIELDS = ("title", "branch", "body")

@@ -5,16 +5,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from verl_patches import proof_record
+from verl_patches.checkout import Project
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.commands.table import render
-from verl_patches.helper_tests import tests_of
-from verl_patches.layout import Project
+from verl_patches.git.tree import BuildTree
+from verl_patches.git.trial import apply_each, scratch_tree
 from verl_patches.model.patch import Patch
-from verl_patches.pytest_runner import FAILED_CODES, PytestRunner
-from verl_patches.tree import BuildTree
-from verl_patches.trial import apply_each, scratch_tree
-from verl_patches.venv import ensure, requirements_stamp
+from verl_patches.testing import proof_record
+from verl_patches.testing.helper_tests import tests_of
+from verl_patches.testing.runner import FAILED_CODES, PytestRunner
+from verl_patches.testing.venv import ensure, requirements_stamp
 
 YES, NO, SKIP = "yes", "NO", "-"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from verl_patches import scratch
+from verl_patches.checkout import UPSTREAM_FILE, Project
 from verl_patches.commands.common import parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
-from verl_patches.git import Git
-from verl_patches.layout import UPSTREAM_FILE, Project
-from verl_patches.tree import BuildTree
-from verl_patches.trial import apply_each, scratch_tree
+from verl_patches.git import scratch
+from verl_patches.git.repo import Git
+from verl_patches.git.tree import BuildTree
+from verl_patches.git.trial import apply_each, scratch_tree
 
 WORKING_COPY = "."
 

@@ -14,22 +14,23 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from verl_patches import new_queue, source
+from verl_patches.checkout import BASE_ENV, Project
 from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
 from verl_patches.commands.table import render
 from verl_patches.errors import PatchApplyError, TreeMismatchError, VerlPatchesError
-from verl_patches.helper_tests import tests_of
-from verl_patches.layout import BASE_ENV, Project
+from verl_patches.git.tree import BuildTree
+from verl_patches.git.trial import apply_each, linked_worktree
 from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
 from verl_patches.model.trailers import APPLIED_UPSTREAM, EXEMPT_TRAILER, HOME
 from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
-from verl_patches.pytest_runner import PytestRunner
-from verl_patches.sdist import archive_commit, download, fetch, sha256_of
-from verl_patches.sync import write_export
-from verl_patches.tree import BuildTree
-from verl_patches.trial import apply_each, linked_worktree
-from verl_patches.venv import ensure, requirements_stamp
+from verl_patches.queue import new_queue
+from verl_patches.queue.sync import write_export
+from verl_patches.sources import source
+from verl_patches.sources.sdist import archive_commit, download, fetch, sha256_of
+from verl_patches.testing.helper_tests import tests_of
+from verl_patches.testing.runner import PytestRunner
+from verl_patches.testing.venv import ensure, requirements_stamp
 
 CLEAN = "applies cleanly"
 UPSTREAM = "already upstream"

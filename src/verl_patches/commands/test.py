@@ -7,13 +7,13 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from verl_patches import upstream_suite
+from verl_patches.checkout import Project
 from verl_patches.commands.common import apply_series, parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
-from verl_patches.layout import Project
-from verl_patches.tree import BuildTree
-from verl_patches.trial import linked_worktree
-from verl_patches.venv import ensure, requirements_stamp, run_env
+from verl_patches.git.tree import BuildTree
+from verl_patches.git.trial import linked_worktree
+from verl_patches.testing import verl_suite
+from verl_patches.testing.venv import ensure, requirements_stamp, run_env
 
 DISTRIBUTED_DIR = "tests/special_distributed/"
 
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             for _, cmd in plan(project, tree, python, args):
                 print("+ " + shlex.join(cmd))
             if args.upstream:
-                suite = upstream_suite.GPU if args.gpu else upstream_suite.CPU
+                suite = verl_suite.GPU if args.gpu else verl_suite.CPU
                 selection = shlex.join(suite.selection(tree.path))
                 print(f"+ verl's {suite.name} on the base and with the series, compared per test: pytest {selection}")
         return 0
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         returncode = subprocess.run(cmd, cwd=tree.path, env=run_env(python)).returncode
         status = status or returncode
     if args.upstream:
-        suite = upstream_suite.GPU if args.gpu else upstream_suite.CPU
+        suite = verl_suite.GPU if args.gpu else verl_suite.CPU
         junit = Path(args.junit_dir).resolve() / f"upstream-{suite.label}" if args.junit_dir else None
         return upstream_guard(project, tree, python, requirements, args.pytest_args, suite, junit) or status
     return status
@@ -191,7 +191,7 @@ def upstream_guard(
     python,
     requirements,
     extra: list[str],
-    suite: upstream_suite.Suite = upstream_suite.CPU,
+    suite: verl_suite.Suite = verl_suite.CPU,
     junit: Path | None = None,
 ) -> int:
     """verl's suite on the base (cached) and with the series, compared per test; junit: prefix of the kept
@@ -201,27 +201,27 @@ def upstream_guard(
     if not base:
         raise VerlPatchesError(f"the build tree has no {upstream.tag}: run `verl-patches apply`")
     base_tree = tree.git.out("rev-parse", f"{base}^{{tree}}")
-    key = upstream_suite.cache_key(base_tree, requirements_stamp(requirements), extra, suite)
+    key = verl_suite.cache_key(base_tree, requirements_stamp(requirements), extra, suite)
     cache = project.base_build_dir / suite.cache_file
-    before = upstream_suite.cached_base(cache, key)
+    before = verl_suite.cached_base(cache, key)
     name = suite.name
     if before is None:
         print(f"verl's {name} on the base ({upstream.tag}):", flush=True)
         with linked_worktree(tree, base) as base_checkout:
             keep = junit and junit.with_name(junit.name + "-base")
-            before = upstream_suite.run(python, base_checkout.path, extra, suite, keep=keep)
-        upstream_suite.store_base(cache, key, before)
+            before = verl_suite.run(python, base_checkout.path, extra, suite, keep=keep)
+        verl_suite.store_base(cache, key, before)
     else:
         print(f"verl's {name} on the base ({upstream.tag}): outcomes from {cache}")
     print(f"verl's {name} with the series (committed HEAD, in a scratch worktree):", flush=True)
     with linked_worktree(tree, tree.head() or "HEAD") as series_tree:
         keep = junit and junit.with_name(junit.name + "-series")
-        after = upstream_suite.run(python, series_tree.path, extra, suite, keep=keep)
-    broken = upstream_suite.regressions(before, after)
+        after = verl_suite.run(python, series_tree.path, extra, suite, keep=keep)
+    broken = verl_suite.regressions(before, after)
     label = f"upstream {suite.label.upper()} suite"
     print(f"{label} on the base:        {before.counts()}")
     print(f"{label} with the series:    {after.counts()}")
-    missing = upstream_suite.gone(before, after)
+    missing = verl_suite.gone(before, after)
     for test_id in missing:
         print(f"  REGRESSION: passes on the base, not run with the series (removed, renamed or skipped): {test_id}")
     for test_id in broken:

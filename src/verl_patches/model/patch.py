@@ -26,6 +26,11 @@ from verl_patches.model.trailers import (
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*):\s*(.*)$")
 _DIFF_HEADER = re.compile(rb"^diff --git a/(.+?) b/(.+)$", re.M)
 
+# The identity under which patches are authored and the build tree's commits are made.
+PROJECT_NAME = "verl-patches"
+PROJECT_EMAIL = "verl-patches@users.noreply.github.com"
+PROJECT_IDENT = f"{PROJECT_NAME} <{PROJECT_EMAIL}>"
+
 # export writes format-patch's signature block with this fixed text (`--signature=verl-patches`): every patch file
 # then ends with END_MARKER, so a file cut anywhere, even exactly before one of its `diff --git` sections, lacks it.
 # The text carries no git version, so the bytes stay stable; git am ignores the block.

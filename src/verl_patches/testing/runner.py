@@ -9,8 +9,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verl_patches.tree import BuildTree
-from verl_patches.venv import run_env
+from verl_patches.git.tree import BuildTree
+from verl_patches.testing.venv import run_env
 
 # pytest exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors), 5 nothing collected.
 FAILED_CODES = (1, 2)

@@ -8,11 +8,11 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-from verl_patches import scratch
 from verl_patches.errors import PatchApplyError, VerlPatchesError
+from verl_patches.git import scratch
+from verl_patches.git.tree import SCRATCH_PREFIX, BuildTree
 from verl_patches.model.upstream import Upstream
-from verl_patches.source import import_source
-from verl_patches.tree import SCRATCH_PREFIX, BuildTree
+from verl_patches.sources.source import import_source
 
 
 @contextlib.contextmanager

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from verl_patches.git import Git
-from verl_patches.layout import Project
+from verl_patches.checkout import Project
+from verl_patches.git.repo import Git
 from verl_patches.model.compare import Comparison, Entry, change_id, compare, diff_part
 from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series

@@ -8,12 +8,12 @@ import re
 import shutil
 from pathlib import Path
 
-from verl_patches import backups
+from verl_patches.checkout import Project
 from verl_patches.errors import VerlPatchesError
-from verl_patches.layout import Project
+from verl_patches.git.tree import ExportedPatch
 from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
-from verl_patches.queues import TO_PORT
-from verl_patches.tree import ExportedPatch
+from verl_patches.queue import backups
+from verl_patches.queue.queues import TO_PORT
 
 QUEUE_FILES = ("series", TO_PORT)
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from verl_patches.lint import Finding
-from verl_patches.tree import BuildTree
+from verl_patches.git.tree import BuildTree
+from verl_patches.model.lint import Finding
 
 CONFIG = ".pre-commit-config.yaml"
 PR_TITLE_SCRIPT = "tests/special_sanity/check_pr_title.py"

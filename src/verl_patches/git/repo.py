@@ -11,11 +11,7 @@ import subprocess
 from pathlib import Path
 
 from verl_patches.errors import GitError
-
-# The identity under which patches are authored and the build tree's commits are made.
-PROJECT_NAME = "verl-patches"
-PROJECT_EMAIL = "verl-patches@users.noreply.github.com"
-PROJECT_IDENT = f"{PROJECT_NAME} <{PROJECT_EMAIL}>"
+from verl_patches.model.patch import PROJECT_EMAIL, PROJECT_NAME
 
 _NEUTRAL_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from verl_patches.layout import UPSTREAM_FILE, Project
+from verl_patches.checkout import UPSTREAM_FILE, Project
 
 RECORD_FILE = "verl-patches-record.json"
 

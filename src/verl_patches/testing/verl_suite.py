@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_patches import scratch
 from verl_patches.errors import VerlPatchesError
-from verl_patches.upstream_ci import gpu_unit_test_args
-from verl_patches.venv import run_env
+from verl_patches.git import scratch
+from verl_patches.testing.venv import run_env
+from verl_patches.testing.verl_workflows import gpu_unit_test_args
 
 # The selection of upstream's .github/workflows/cpu_unit_tests.yml: `python_files = *_on_cpu.py` in a
 # pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules

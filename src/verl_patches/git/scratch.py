@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from verl_patches.git import Git
+from verl_patches.git.repo import Git
 
 PREFIX = "verl-patches-"
 _NAME = re.compile(rf"^{PREFIX}[a-z][a-z-]*-(\d+)-[A-Za-z0-9_]+$")

@@ -18,9 +18,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from verl_patches import sdist
 from verl_patches.errors import VerlPatchesError
 from verl_patches.model.upstream import Upstream
+from verl_patches.sources import sdist
 
 MIRROR_ENV = "VERL_PATCHES_MIRROR"
 TIMEOUT_S = 60

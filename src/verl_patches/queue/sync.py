@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from verl_patches import record
-from verl_patches.layout import Project
-from verl_patches.record import Record
-from verl_patches.tree import BuildTree, ExportedPatch
+from verl_patches.checkout import Project
+from verl_patches.git.tree import BuildTree, ExportedPatch
+from verl_patches.queue import record
+from verl_patches.queue.record import Record
 
 
 def describe_differences(

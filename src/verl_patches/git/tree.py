@@ -10,7 +10,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_patches import scratch
 from verl_patches.errors import (
     ConfigError,
     GitError,
@@ -20,11 +19,12 @@ from verl_patches.errors import (
     UnexportedWorkError,
     VerlPatchesError,
 )
-from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME, Git
-from verl_patches.model.patch import SIGNATURE, Patch
+from verl_patches.git import scratch
+from verl_patches.git.repo import Git
+from verl_patches.model.patch import PROJECT_EMAIL, PROJECT_NAME, SIGNATURE, Patch
 from verl_patches.model.series import unique_names
 from verl_patches.model.upstream import Upstream
-from verl_patches.sdist import newest_mtime, read_regular, read_verified, unpack
+from verl_patches.sources.sdist import newest_mtime, read_regular, read_verified, unpack
 
 BRANCH = "series"
 # Branches the tool makes and owns: backups, rebase results, the branch of a scratch work tree.

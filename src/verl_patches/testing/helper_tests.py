@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from verl_patches.errors import GitError
-from verl_patches.git import Git
+from verl_patches.git.repo import Git
 from verl_patches.model.patch import Patch
 
 

@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_patches import scratch
+from verl_patches.checkout import Project
 from verl_patches.errors import BackupError, GitError
-from verl_patches.git import PROJECT_EMAIL, PROJECT_NAME
-from verl_patches.layout import Project
-from verl_patches.tree import BRANCH, BuildTree
+from verl_patches.git import scratch
+from verl_patches.git.tree import BRANCH, BuildTree
+from verl_patches.model.patch import PROJECT_EMAIL, PROJECT_NAME
 
 INFO_FILE = "backup.json"
 BUNDLE = "tree.bundle"

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from verl_patches.git import PROJECT_IDENT
 from verl_patches.model.compare import BASE_SPECIFIC
-from verl_patches.model.patch import Patch
+from verl_patches.model.patch import PROJECT_IDENT, Patch
 from verl_patches.model.series import Series
 from verl_patches.model.trailers import (
     APPLIED_UPSTREAM,
