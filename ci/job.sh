@@ -202,7 +202,7 @@ npu-smoke)
     if [ "$DRY" = 1 ]; then
         echo "+ (dry run) bash $script"
         echo "+ (dry run) ${check[*]}"
-        "${check[0]}" "${check[@]:1:4}" --show-rules
+        "${check[0]}" "${check[@]:1:3}" --show-rules
         exit 0
     fi
     "$PYTHON" -c 'import sys, verl; assert verl.__file__.startswith(sys.argv[1]), verl.__file__' "$PWD/$TREE"

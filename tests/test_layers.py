@@ -13,8 +13,8 @@ ALLOWED = {
     "model": {"model"},
     "sources": {"model", "sources"},
     "git": {"model", "sources", "git"},
-    "queue": {"model", "sources", "git", "queue"},
     "testing": {"model", "sources", "git", "testing"},
+    "queue": {"model", "sources", "git", "testing", "queue"},
 }
 OPEN = {"verl_patches.checkout", "verl_patches.errors"}
 
@@ -54,3 +54,16 @@ def test_the_model_does_no_io():
 
 def test_the_package_root_holds_at_most_six_modules():
     assert len(list(PACKAGE.glob("*.py"))) <= 6
+
+
+def test_commands_are_thin_and_import_no_other_command():
+    commands = sorted((PACKAGE / "commands").glob("*.py"))
+    long = [f"{path.name}: {len(path.read_text().splitlines())} lines" for path in commands]
+    assert not [line for line in long if int(line.rsplit(" ", 2)[1]) > 120]
+    assert not {f"{p.name} imports {n}" for p in commands for n in imported(p) if n.startswith("verl_patches.commands")}
+
+
+def test_nothing_outside_commands_imports_them():
+    outside = [p for p in PACKAGE.rglob("*.py") if p.parent.name != "commands"]
+    outside += list((PACKAGE.parent.parent / "ci").rglob("*.py"))
+    assert not {f"{p.name} imports {n}" for p in outside for n in imported(p) if n.startswith("verl_patches.commands")}

@@ -34,8 +34,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from verl_patches.checkout import Project
-from verl_patches.commands.test import series_tests
 from verl_patches.errors import VerlPatchesError
+from verl_patches.testing.series import series_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from verl_patches.commands.common import apply_series, parser, project_of, reports_errors
+from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.queue.apply import apply_series
 
 
 def build_parser():

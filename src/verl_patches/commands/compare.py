@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from verl_patches.commands.common import parser, project_of, reports_errors
-from verl_patches.commands.table import render
+from verl_patches.cli import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError
 from verl_patches.model.bases import select
 from verl_patches.model.compare import CONTEXT, DIFFERS, SAME
+from verl_patches.model.table import render
 from verl_patches.queue import queues
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.cli import parser, project_of, reports_errors
 from verl_patches.errors import UnexportedWorkError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.queue import backups, record

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from verl_patches.checkout import Project
-from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.cli import parser, project_of, reports_errors
 from verl_patches.errors import ConfigError, GitError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.model.patch import Patch

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from verl_patches.checkout import UPSTREAM_FILE, Project
-from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.cli import parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git import scratch
 from verl_patches.git.repo import Git

@@ -8,7 +8,7 @@ HEAD is detached behind the build) or a file of patches/ is not byte for byte wh
 
 from __future__ import annotations
 
-from verl_patches.commands.common import parser, project_of, reports_errors
+from verl_patches.cli import parser, project_of, reports_errors
 from verl_patches.git.tree import BuildTree
 from verl_patches.queue.sync import assess
 

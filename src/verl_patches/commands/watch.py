@@ -13,9 +13,9 @@ from pathlib import Path
 from packaging.version import Version
 
 from verl_patches.checkout import Project
-from verl_patches.commands.common import parser, project_of, reports_errors
-from verl_patches.commands.table import render
+from verl_patches.cli import parser, project_of, reports_errors
 from verl_patches.model.releases import BadIndexDocument, github_tags, newer_releases, pull_state, pypi_releases
+from verl_patches.model.table import render
 from verl_patches.model.trailers import APPLIED_UPSTREAM, HOME, GitHubRef
 from verl_patches.sources.index import GITHUB_API, GITHUB_ENV, PYPI_ENV, PYPI_URL, Index, Unreachable
 

@@ -10,11 +10,12 @@ import sys
 import tarfile
 from pathlib import Path
 
-from verl_patches.commands.common import parser, project_of, refuse_unexported, reports_errors
+from verl_patches.cli import parser, project_of, reports_errors
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git import scratch
 from verl_patches.git.tree import BuildTree
 from verl_patches.model.upstream import local_version
+from verl_patches.queue.apply import refuse_unexported
 from verl_patches.sources.sdist import unpack_members
 
 VERSION_FILE = "verl/version/version"

@@ -1,60 +1,14 @@
-"""Pieces every subcommand shares: the -C option, error reporting, the apply step."""
+"""Rebuilding the build tree from the pinned source and the queue, refusing to lose work."""
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import functools
-import sys
-from collections.abc import Callable
-
 from verl_patches.checkout import Project
-from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError, os_error_message
+from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.git.trial import apply_each
 from verl_patches.queue import backups, record
 from verl_patches.queue.sync import assess, planned_changes
-from verl_patches.sources.source import fetch, import_pinned, mirror_from
-
-
-def parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"verl-patches {prog}", description=description)
-    p.add_argument("-C", "--project", metavar="DIR", help="the verl-patches checkout (default: found from the cwd)")
-    p.add_argument(
-        "--mirror",
-        metavar="DIR|URL",
-        help="a folder or URL prefix holding upstream tag archives (default: $VERL_PATCHES_MIRROR; else GitHub)",
-    )
-    p.add_argument(
-        "--base",
-        metavar="VERSION",
-        help="the declared base (upstream.toml) whose queue to work on (default: $VERL_PATCHES_BASE; else the newest)",
-    )
-    return p
-
-
-def project_of(args: argparse.Namespace) -> Project:
-    project = dataclasses.replace(
-        Project.find(args.project), mirror=mirror_from(args.mirror), base=getattr(args, "base", None)
-    )
-    project.selected()  # an unknown base is an error that lists the declared ones
-    return project
-
-
-def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
-    @functools.wraps(func)
-    def wrapper(argv: list[str] | None = None) -> int:
-        try:
-            return func(argv)
-        except VerlPatchesError as exc:
-            print(f"verl-patches: error: {exc}", file=sys.stderr)
-            return 1
-        except OSError as exc:  # a read-only folder, a full disk: the condition and what to do, no traceback
-            command = func.__module__.rsplit(".", 1)[-1].replace("_", "-")
-            print(f"verl-patches: error: {os_error_message(exc, f'{command} stopped')}", file=sys.stderr)
-            return 1
-
-    return wrapper
+from verl_patches.sources.source import fetch, import_pinned
 
 
 def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
