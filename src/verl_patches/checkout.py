@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_patches.errors import ConfigError
@@ -48,6 +49,8 @@ class Project:
     root: Path
     mirror: str | None = None
     base: str | None = None  # the declared base to work on (default: $VERL_PATCHES_BASE, else the newest)
+    # upstream.toml's bases as `loaded()` read them once for the command; None: read on each call.
+    declared: tuple[Base, ...] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def find(cls, start: str | os.PathLike | None = None) -> Project:
@@ -59,8 +62,16 @@ class Project:
             f"no {UPSTREAM_FILE} in {here} or any parent: run inside a verl-patches checkout or pass -C DIR"
         )
 
+    def loaded(self) -> Project:
+        """This checkout with upstream.toml read now, once: the copies made from it (for_base,
+        dataclasses.replace) keep what was read."""
+        return dataclasses.replace(self, declared=tuple(self.read_bases()))
+
     def bases(self) -> list[Base]:
         """Every base upstream.toml declares, oldest first."""
+        return list(self.declared) if self.declared is not None else self.read_bases()
+
+    def read_bases(self) -> list[Base]:
         try:
             data = tomllib.loads(read_text(self.upstream_path, UPSTREAM_FILE))
         except FileNotFoundError as exc:
@@ -76,7 +87,7 @@ class Project:
         return select(self.bases(), wanted, f"{BASE_ENV}={wanted} in the environment")
 
     def for_base(self, version: str) -> Project:
-        return Project(self.root, self.mirror, version)
+        return dataclasses.replace(self, base=version)
 
     @property
     def queue(self) -> str:

@@ -129,7 +129,7 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def project_of(args: argparse.Namespace) -> Project:
     project = dataclasses.replace(
-        Project.find(args.project), mirror=mirror_from(args.mirror), base=getattr(args, "base", None)
+        Project.find(args.project).loaded(), mirror=mirror_from(args.mirror), base=getattr(args, "base", None)
     )
     project.selected()  # an unknown base is an error that lists the declared ones
     return project
