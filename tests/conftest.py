@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from verl_repository import verl_repository
 
 from verl_patches.cli import main as cli_main
 
@@ -338,3 +339,9 @@ def stop_after(count: int):
         return wrapped
 
     return wrap
+
+
+@pytest.fixture(scope="session")
+def verl_0_9_0(tmp_path_factory) -> Path:
+    """verl's repository at tag v0.9.0, its tree id checked (tests/verl_repository.py)."""
+    return verl_repository("0.9.0", tmp_path_factory.mktemp("verl-0.9.0"))

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,6 @@ from test_model import mbox
 from verl_patches.checkout import Project
 from verl_patches.model.patch import Patch
 from verl_patches.model.pull_request import build, split_template, unwrap
-from verl_patches.sources.source import MIRROR_ENV
 
 TEMPLATE = """\
 ### What does this PR do?
@@ -41,9 +38,6 @@ TEMPLATE = """\
 > Demonstrate the high-level design if this PR is complex, and list the specific changes.
 """
 
-# verl's v0.9.0 repository archive: in the offline mirror beside the project, or the one VERL_PATCHES_MIRROR names.
-MIRRORS = [Path(__file__).resolve().parents[1].parent / "shared" / "upstream", Path(os.environ.get(MIRROR_ENV) or "/-")]
-ARCHIVE = next((m / "verl-0.9.0.tar.gz" for m in MIRRORS if (m / "verl-0.9.0.tar.gz").is_file()), MIRRORS[0])
 PR_URL = "https://github.com/verl-project/verl/pull/7372"
 TRAILER_KEYS = ("Forwarded", "Origin", "Applied-Upstream", "Prove-Exempt", "Base-Specific", "Bug:", "prove records")
 UPSTREAM_FILES = (
@@ -148,14 +142,12 @@ SAMPLES = [
 ]
 
 
-@pytest.mark.skipif(not ARCHIVE.is_file(), reason="verl's v0.9.0 repository archive is not beside the project")
-def test_every_patch_passes_verls_own_pr_checks(tmp_path):
+def test_every_patch_passes_verls_own_pr_checks(tmp_path, verl_0_9_0):
     """The series' PRs against verl's own check_pr_title.py and check_pr_description.py (sanity.yml)."""
-    with tarfile.open(ARCHIVE) as archive:
-        for name in UPSTREAM_FILES:
-            target = tmp_path / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(archive.extractfile(f"verl-0.9.0/{name}").read())
+    for name in UPSTREAM_FILES:
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((verl_0_9_0 / name).read_bytes())
     template = (tmp_path / UPSTREAM_FILES[0]).read_text(encoding="utf-8")
     project = Project(Path(__file__).resolve().parents[1])
 

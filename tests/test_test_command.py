@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-import tarfile
-from pathlib import Path
 
 import pytest
 from conftest import GOOD_MESSAGE, make_sdist, sha256
@@ -40,7 +38,6 @@ jobs:
         run: |
           pytest -s -x --ignore-glob="*on_npu.py" --ignore-glob 'tests/models/' -k "not slow" tests/
 """
-UPSTREAM_ARCHIVE = Path(__file__).resolve().parents[2] / "shared" / "upstream" / "verl-0.9.0.tar.gz"
 
 
 @pytest.fixture
@@ -144,14 +141,8 @@ def test_a_workflow_without_the_pytest_line_is_named(tmp_path):
         gpu_unit_test_args(tmp_path)
 
 
-@pytest.mark.skipif(
-    not UPSTREAM_ARCHIVE.is_file(), reason="../shared/upstream/verl-0.9.0.tar.gz is not beside the project"
-)
-def test_the_selection_of_verl_0_9_0s_gpu_unit_tests(tmp_path):
-    member = "verl-0.9.0/.github/workflows/gpu_unit_tests.yml"
-    with tarfile.open(UPSTREAM_ARCHIVE) as tar:
-        tar.extract(member, tmp_path, filter="data")
-    args = gpu_unit_test_args(tmp_path / "verl-0.9.0")
+def test_the_selection_of_verl_0_9_0s_gpu_unit_tests(verl_0_9_0):
+    args = gpu_unit_test_args(verl_0_9_0)
     assert args[-1] == "tests/"
     for ignored in ("*on_npu.py", "*on_cpu.py", "tests/models/", "tests/special*", "tests/experimental", "*_sglang*"):
         assert f"--ignore-glob={ignored}" in args
