@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,22 @@ def test_outside_a_checkout_a_command_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["status"]) == 1
     assert "verl-patches: error: no upstream.toml in" in capsys.readouterr().err
+
+
+def test_progress_goes_to_stderr_as_it_is_and_in_order_with_stdout(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    (checkout.tree / "verl" / "scratch.py").write_text("X = 1\n")  # work that apply --force keeps in a backup
+    capsys.readouterr()
+    assert checkout.cli("apply", "--force") == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("kept a backup of build/verl: ") and "kept a backup" not in out
+    (checkout.tree / "verl" / "scratch.py").write_text("X = 2\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "verl_patches", "apply", "--force", "-C", str(checkout.root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=True,
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("kept a backup of build/verl: ") and lines[-1].startswith("applied 0 patch(es)")

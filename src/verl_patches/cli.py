@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import dataclasses
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -81,8 +82,32 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
     return top
 
 
+class _Stderr(logging.StreamHandler):
+    """A log record's message alone, on the stderr of the moment (a caller may have replaced sys.stderr); stdout is
+    flushed first, so that the two streams keep their order in a log that holds both."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stdout.flush()
+        self.stream = sys.stderr  # not setStream(): that flushes the stream of before, which may be closed
+        super().emit(record)
+
+
+def log_to_stderr() -> None:
+    """The package's progress messages (its modules' loggers, at level INFO) go to stderr as they are."""
+    logger = logging.getLogger(__package__)
+    if not any(isinstance(handler, _Stderr) for handler in logger.handlers):
+        logger.addHandler(_Stderr())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    log_to_stderr()
     command: Command | None = None
     try:
         with signals.as_interrupts():
