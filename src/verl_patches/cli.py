@@ -68,8 +68,9 @@ def command_modules() -> list[ModuleType]:
 def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog=PROG,
-        description=f"Maintain verl patch queues against pinned verl releases (version {__version__}).",
+        description=f"Keep fixes to verl as patch queues, one per pinned verl release (version {__version__}).",
         epilog=f"Run `{PROG} <command> --help` for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("--version", action="version", version=__version__)
     sub = top.add_subparsers(title="commands", metavar="<command>", prog=PROG, required=True)
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             args = top.parse_args(argv)
             command = args.command
-            status = run(command, args.func, args, " ".join(argv))
+            status = run_command(args, " ".join(argv))
             sys.stdout.flush()  # a reader that went away is noticed here, not at exit
             return status
     except KeyboardInterrupt as exc:
@@ -138,8 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def run(command: Command, func: Callable[[Project, argparse.Namespace], int], args: argparse.Namespace, line: str):
-    """Run the command on the checkout, under its locks; its errors (and a failed file operation) as one line."""
+def run_command(args: argparse.Namespace, line: str) -> int:
+    """Run the parsed command (its module's run) on the checkout, under the locks it declares; an error (and a failed
+    file operation) is one message. line: the command line, as the lock file names its holder."""
+    command: Command = args.command
+    func: Callable[[Project, argparse.Namespace], int] = args.func
     try:
         if not (command.build_lock or command.queue_lock):
             return func(project_of(args), args)
