@@ -252,8 +252,8 @@ def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port
     (one_archive_base.cache / new.name).write_bytes(new.read_bytes())
     capsys.readouterr()
     assert one_archive_base.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write") == 1
-    out = capsys.readouterr().out
-    assert "declared base 1.1.0 in upstream.toml" in out and "wrote patches/1.1.0: 2 patch(es), series, to-port" in out
+    err = capsys.readouterr().err
+    assert "declared base 1.1.0 in upstream.toml" in err and "wrote patches/1.1.0: 2 patch(es), series, to-port" in err
     queue = root / "patches" / "1.1.0"
     assert (queue / "series").read_text().splitlines()[-2:] == [
         "megatron-test-clamp-negative-values.patch", "misc-feat-add-notes.patch"
@@ -277,7 +277,7 @@ def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port
     rebase = ["rebase", "--onto", "1.1.0", "--base", "1.0.0", "--write"]
     capsys.readouterr()
     assert one_archive_base.cli(*rebase) == 1
-    assert "patches/1.1.0 already holds this queue; nothing to write" in capsys.readouterr().out
+    assert "patches/1.1.0 already holds this queue; nothing to write" in capsys.readouterr().err
     (queue / "series").write_text((queue / "series").read_text() + "# a local note\n")
     assert one_archive_base.cli(*rebase) == 1
     assert "--write refused: patches/1.1.0 already holds a queue that differs" in capsys.readouterr().err
@@ -287,7 +287,7 @@ def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port
     assert "patches/1.1.0 holds what is not a queue's (notes.txt)" in capsys.readouterr().err
     (queue / "notes.txt").unlink()
     assert one_archive_base.cli(*rebase, "--force") == 1
-    assert "kept a backup of patches/1.1.0" in capsys.readouterr().out
+    assert "kept a backup of patches/1.1.0" in capsys.readouterr().err
     assert not (queue / "series").read_text().endswith("# a local note\n")
     assert upstream == (root / "upstream.toml").read_text()
 
@@ -302,9 +302,9 @@ def test_rebase_onto_a_declared_tag_archive_imports_the_archive(one_archive_base
     upstream.write_text(upstream.read_text() + "\n" + archive_table("1.1.0", tree_id_of(archive, tmp_path)))
     capsys.readouterr()
     assert one_archive_base.cli("rebase", "--onto", "1.1.0", "--write") == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "- new tag archive: verl-project/verl v1.1.0" in out and "applies cleanly" in out
-    assert "declared base" not in out  # the table is there already
+    assert "declared base" not in out + err  # the table is there already
     assert (one_archive_base.root / "patches" / "1.1.0" / "misc-feat-add-notes.patch").is_file()
     assert one_archive_base.cli("apply", "--base", "1.1.0") == 0
     clamp = git_in(tree_of(one_archive_base, "1.1.0"), "show", "upstream/1.1.0:verl/models/clamp.py")
@@ -348,7 +348,7 @@ def test_rebase_write_force_backs_up_upstream_toml_before_declaring_the_base(one
     series.write_text(series.read_text() + "# a local note\n")
     capsys.readouterr()
     assert one_archive_base.cli(*rebase, "--force") == 0
-    assert "declared base 1.1.0 in upstream.toml" in capsys.readouterr().out
+    assert "declared base 1.1.0 in upstream.toml" in capsys.readouterr().err
     [kept] = (one_archive_base.root / "build" / "1.1.0" / "backups").glob("*/backup.json")
     assert (kept.parent / "upstream.toml").read_text() == declared_once
     assert (kept.parent / "patches" / "series").read_text().endswith("# a local note\n")

@@ -191,7 +191,7 @@ def test_the_queue_writer_leaves_a_whole_queue_at_every_step(checkout, monkeypat
             for module, name in ((os, "replace"), (os, "unlink"), (os, "rename"), (shutil, "rmtree")):
                 patch.setattr(module, name, wrap(getattr(module, name)))
             try:
-                new_queue.write(project, upstream, "patches", new, declare=False, force=True, log=lambda _: None)
+                new_queue.write(project, upstream, "patches", new, declare=False, force=True)
                 finished = True
             except Interrupted:
                 finished = False

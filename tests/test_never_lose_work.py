@@ -79,9 +79,9 @@ def test_force_during_rebase_keeps_the_amended_commit_and_uncommitted_edits(chec
     (checkout.tree / "verl/__init__.py").write_text("changed = 1\n")
     capsys.readouterr()
     assert checkout.cli("apply", "--force") == 0
-    out = capsys.readouterr().out
+    err = capsys.readouterr().err  # the backup is named among the progress messages
     (branch,) = checkout.user_git("branch", "--list", "--format=%(refname:short)", "backup/*").split()
-    assert branch in out or branch.split("/", 1)[1] in out
+    assert branch in err or branch.split("/", 1)[1] in err
     assert checkout.user_git("rev-parse", f"{branch}^1").strip() == amended
     assert checkout.user_git("show", f"{branch}:verl/models/notes.txt") == "uncommitted edit\n"
     assert checkout.user_git("show", f"{branch}:verl/__init__.py") == "changed = 1\n"

@@ -53,7 +53,7 @@ def test_a_change_of_torch_index_rebuilds_the_venv(tmp_path, requirements, monke
 
     def ensure() -> list[list[str]]:
         ran.clear()
-        venv.ensure(target, [requirements], tree, log=lambda _: None)
+        venv.ensure(target, [requirements], tree)
         return list(ran)
 
     assert len(ensure()) == 1

@@ -1,118 +1,50 @@
-"""verl-patches: the command-line entry point; dispatches to one module per subcommand."""
+"""verl-patches: the command-line entry point.
+
+Each module of commands/ declares its subcommand: COMMAND (a Command: name, help line, locks, what to run after an
+interrupt), arguments(parser), which adds its options, and run(project, args) -> exit status. main() builds one
+argparse parser from them, loads the checkout once, takes the locks, and reports errors and interrupts."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import dataclasses
-import functools
 import importlib
+import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import ModuleType
 
 from verl_patches import __version__, signals
 from verl_patches.checkout import Project
-from verl_patches.errors import ConfigError, VerlPatchesError, os_error_message
+from verl_patches.errors import VerlPatchesError, os_error_message
 from verl_patches.git import scratch
 from verl_patches.queue import lock
 from verl_patches.sources.source import mirror_from
 
-COMMANDS = {
-    "apply": ("apply", "materialise build/verl: pinned upstream source + patches/series"),
-    "export": ("export", "write build/verl's commits back to patches/"),
-    "status": ("status", "list un-exported work in build/verl (non-zero if any)"),
-    "check": ("check", "lint patches and series, trial-apply, compare with build/verl"),
-    "test": ("test", "run the series' CPU (or --gpu) tests in build/venv"),
-    "wheel": ("wheel", "build a reproducible patched wheel into dist/"),
-    "table": ("table", "print the series as a table"),
-    "prove": ("prove", "per patch: its tests fail without it and pass with it"),
-    "pr": ("pr", "print a patch as a verl pull request (title, branch, body)"),
-    "rebase": ("rebase", "replay the series onto a newer verl sdist and classify each patch"),
-    "watch": ("watch", "list verl releases newer than the newest base (PyPI, GitHub tags); --prs: forwarded PRs"),
-    "compare": ("compare", "compare two queues (bases): patches missing from one, and patches that differ"),
-    "range-diff": ("range_diff", "git range-diff of the series between two refs of this repository"),
-    "backups": ("backups", "list the backups taken before work was discarded, and how to restore them"),
-}
-
-# What to run after a command was interrupted.
-RECOVERY = {
-    "apply": "run `verl-patches apply` again; it recovers the build tree (keeping a backup of what it held)",
-    "test": "run `verl-patches test` again; its apply recovers the build tree (keeping a backup of what it held)",
-    "export": "run `verl-patches export` again to finish the export",
-    None: "run `verl-patches status` to see where the build tree stands, then the command again",
-}
-
-# Commands that read or write build/verl or patches/ run one at a time per checkout.
-LOCKED = {"apply", "export", "status", "check", "test", "wheel", "prove", "rebase", "range-diff"}
-# Commands that write patches/ or upstream.toml also hold the checkout's queue lock, shared by every build folder.
-WRITES_QUEUE = {"export", "rebase"}
+PROG = "verl-patches"
+# What to run after an interrupted command that declares no advice of its own.
+RECOVERY = "run `verl-patches status` to see where the build tree stands, then the command again"
 
 
-def usage() -> str:
-    lines = [f"usage: verl-patches <command> [options]   (version {__version__})", "", "commands:"]
-    lines += [f"  {name:<11} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Run `verl-patches <command> --help` for a command's options."]
-    return "\n".join(lines)
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """What a module of commands/ declares about its subcommand."""
+
+    name: str
+    help: str  # its line in `verl-patches --help`
+    description: str  # the text of `verl-patches <name> --help`
+    # Reads or writes build/verl or patches/: one such command at a time per build folder (its build lock).
+    build_lock: bool = False
+    # Writes patches/ or upstream.toml: also the checkout's queue lock, shared by every build folder.
+    queue_lock: bool = False
+    recovery: str = RECOVERY  # what to run after the command was interrupted
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(usage())
-        return 0
-    if argv[0] == "--version":
-        print(__version__)
-        return 0
-    name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
-        print(f"verl-patches: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
-        return 2
-    try:
-        # Imported inside the handler: Ctrl-C while a command's modules load is an interrupt like any other.
-        module = importlib.import_module(f"verl_patches.commands.{COMMANDS[name][0]}")
-        with signals.as_interrupts():
-            project = _project(rest) if name in LOCKED else None
-            if project is None:
-                return module.main(rest)
-            try:
-                command = " ".join([name, *rest])
-                with contextlib.ExitStack() as locks:
-                    locks.enter_context(lock.held(project.build_dir, command))
-                    if name in WRITES_QUEUE:
-                        locks.enter_context(lock.held(project.root / "build", command, name=lock.QUEUE_LOCK_FILE))
-                    scratch.sweep(project.build_dir)
-                    return module.main(rest)
-            except VerlPatchesError as exc:  # the lock could not be taken
-                print(f"verl-patches: error: {exc}", file=sys.stderr)
-                return 1
-    except KeyboardInterrupt as exc:
-        print(
-            f"verl-patches: {name} interrupted; nothing is lost: {RECOVERY.get(name, RECOVERY[None])}", file=sys.stderr
-        )
-        return signals.exit_status(exc)
-    except BrokenPipeError:
-        # The reader (e.g. `| head`) went away: stop quietly, and keep the interpreter's final flush quiet too.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
-
-
-def _project(rest: list[str]) -> Project | None:
-    """The checkout a command will use (its -C option, else the cwd); None for --help or outside a checkout."""
-    if "-h" in rest or "--help" in rest:
-        return None
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("-C", "--project")
-    known, _ = pre.parse_known_args(rest)
-    try:
-        return Project.find(known.project)
-    except ConfigError:
-        return None
-
-
-def parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"verl-patches {prog}", description=description)
+def options() -> argparse.ArgumentParser:
+    """The options every command takes."""
+    p = argparse.ArgumentParser(add_help=False)
     p.add_argument("-C", "--project", metavar="DIR", help="the verl-patches checkout (default: found from the cwd)")
     p.add_argument(
         "--mirror",
@@ -127,25 +59,115 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
     return p
 
 
+def command_modules() -> list[ModuleType]:
+    """The modules of commands/, in the order `--help` lists them (the package's __all__)."""
+    package = importlib.import_module(f"{__package__}.commands")
+    return [importlib.import_module(f"{package.__name__}.{name}") for name in package.__all__]
+
+
+def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog=PROG,
+        description=f"Keep fixes to verl as patch queues, one per pinned verl release (version {__version__}).",
+        epilog=f"Run `{PROG} <command> --help` for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=__version__)
+    sub = top.add_subparsers(title="commands", metavar="<command>", prog=PROG, required=True)
+    common = options()
+    for module in modules:
+        command: Command = module.COMMAND
+        p = sub.add_parser(command.name, help=command.help, description=command.description, parents=[common])
+        module.arguments(p)
+        p.set_defaults(func=module.run, command=command)
+    return top
+
+
+class _Stderr(logging.StreamHandler):
+    """A log record's message alone, on the stderr of the moment (a caller may have replaced sys.stderr); stdout is
+    flushed first, so that the two streams keep their order in a log that holds both."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stdout.flush()
+        self.stream = sys.stderr  # not setStream(): that flushes the stream of before, which may be closed
+        super().emit(record)
+
+
+def log_to_stderr() -> None:
+    """The package's progress messages (its modules' loggers, at level INFO) go to stderr as they are."""
+    logger = logging.getLogger(__package__)
+    if not any(isinstance(handler, _Stderr) for handler in logger.handlers):
+        logger.addHandler(_Stderr())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    log_to_stderr()
+    command: Command | None = None
+    try:
+        with signals.as_interrupts():
+            # Imported inside the handler: Ctrl-C while the commands' modules load is an interrupt like any other.
+            modules = command_modules()
+            top = build_parser(modules)
+            names = {module.COMMAND.name for module in modules}
+            if not argv:
+                print(top.format_help(), end="")
+                return 0
+            if not argv[0].startswith("-") and argv[0] not in names:
+                print(f"{PROG}: unknown command {argv[0]!r}\n\n{top.format_help()}", end="", file=sys.stderr)
+                return 2
+            args = top.parse_args(argv)
+            command = args.command
+            status = run_command(args, " ".join(argv))
+            sys.stdout.flush()  # a reader that went away is noticed here, not at exit
+            return status
+    except KeyboardInterrupt as exc:
+        name = command.name if command else (argv[0] if argv else PROG)
+        advice = command.recovery if command else RECOVERY
+        print(f"{PROG}: {name} interrupted; nothing is lost: {advice}", file=sys.stderr)
+        return signals.exit_status(exc)
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: stop quietly, and keep the interpreter's final flush quiet too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def run_command(args: argparse.Namespace, line: str) -> int:
+    """Run the parsed command (its module's run) on the checkout, under the locks it declares; an error (and a failed
+    file operation) is one message. line: the command line, as the lock file names its holder."""
+    command: Command = args.command
+    func: Callable[[Project, argparse.Namespace], int] = args.func
+    try:
+        if not (command.build_lock or command.queue_lock):
+            return func(project_of(args), args)
+        checkout = Project.find(args.project)  # where the locks are; upstream.toml is read under them
+        with contextlib.ExitStack() as locks:
+            locks.enter_context(lock.held(checkout.build_dir, line))
+            if command.queue_lock:
+                locks.enter_context(lock.held(checkout.root / "build", line, name=lock.QUEUE_LOCK_FILE))
+            scratch.sweep(checkout.build_dir)
+            return func(project_of(args), args)
+    except VerlPatchesError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a read-only folder, a full disk: the condition and what to do, no traceback
+        print(f"{PROG}: error: {os_error_message(exc, f'{command.name} stopped')}", file=sys.stderr)
+        return 1
+
+
 def project_of(args: argparse.Namespace) -> Project:
+    """The checkout a command works on, upstream.toml read once, with its --mirror and --base."""
     project = dataclasses.replace(
         Project.find(args.project).loaded(), mirror=mirror_from(args.mirror), base=getattr(args, "base", None)
     )
     project.selected()  # an unknown base is an error that lists the declared ones
     return project
-
-
-def reports_errors(func: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
-    @functools.wraps(func)
-    def wrapper(argv: list[str] | None = None) -> int:
-        try:
-            return func(argv)
-        except VerlPatchesError as exc:
-            print(f"verl-patches: error: {exc}", file=sys.stderr)
-            return 1
-        except OSError as exc:  # a read-only folder, a full disk: the condition and what to do, no traceback
-            command = func.__module__.rsplit(".", 1)[-1].replace("_", "-")
-            print(f"verl-patches: error: {os_error_message(exc, f'{command} stopped')}", file=sys.stderr)
-            return 1
-
-    return wrapper

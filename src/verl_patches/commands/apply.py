@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.queue.apply import apply_series
 
+COMMAND = Command(
+    "apply",
+    "materialise build/verl: pinned upstream source + patches/series",
+    "Fetch and verify the pinned upstream, import it and apply patches/series with git am -3.",
+    build_lock=True,
+    recovery="run `verl-patches apply` again; it recovers the build tree (keeping a backup of what it held)",
+)
 
-def build_parser():
-    p = parser("apply", "Fetch and verify the pinned upstream, import it and apply patches/series with git am -3.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="rebuild even over un-exported work (kept as a backup first)")
-    return p
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     start = time.monotonic()
     tree = apply_series(project, force=args.force)
     count = len(project.load_series().names)

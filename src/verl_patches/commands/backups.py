@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from verl_patches.cli import parser, project_of, reports_errors
+import argparse
+
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.queue import backups
 
+COMMAND = Command(
+    "backups",
+    "list the backups taken before work was discarded, and how to restore them",
+    "List the backups in build/backups (newest last) and the commands that restore each.",
+)
 
-def build_parser():
-    p = parser("backups", "List the backups in build/backups (newest last) and the commands that restore each.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", nargs="?", help="show only this backup")
-    return p
 
 
 def describe(project, backup: backups.Backup) -> list[str]:
@@ -30,10 +37,7 @@ def describe(project, backup: backups.Backup) -> list[str]:
     return lines
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     found = backups.listing(project)
     if args.id:
         found = [b for b in found if b.id == args.id]

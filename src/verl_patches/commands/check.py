@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from verl_patches.cli import parser, project_of, reports_errors
+import argparse
+
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.queue.check import collect
 
+COMMAND = Command(
+    "check",
+    "lint patches and series, trial-apply, compare with build/verl",
+    "Lint the series; one line per finding; non-zero exit on any finding.",
+    build_lock=True,
+)
 
-def build_parser():
-    p = parser("check", "Lint the series; one line per finding; non-zero exit on any finding.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-apply", action="store_true", help="skip the trial apply and the build-tree comparison")
     p.add_argument(
         "--no-upstream-checks", action="store_true", help="skip upstream's own sanity checks on the patched tree"
     )
-    return p
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     findings = collect(project, apply=not args.no_apply, sanity=not args.no_upstream_checks)
     for finding in findings:
         print(finding)

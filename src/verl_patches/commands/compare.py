@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
-from verl_patches.cli import parser, project_of, reports_errors
+import argparse
+
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.errors import ConfigError
 from verl_patches.model.bases import select
 from verl_patches.model.compare import CONTEXT, DIFFERS, SAME
 from verl_patches.model.table import render
 from verl_patches.queue import queues
 
+COMMAND = Command(
+    "compare",
+    "compare two queues (bases): patches missing from one, and patches that differ",
+    "Compare the queues of two bases by subject and patch-id: patches missing from one, and patches that "
+    "differ. Non-zero exit when a difference is not explained by a Base-Specific trailer or a to-port entry.",
+)
 
-def build_parser():
-    p = parser(
-        "compare",
-        "Compare the queues of two bases by subject and patch-id: patches missing from one, and patches that "
-        "differ. Non-zero exit when a difference is not explained by a Base-Specific trailer or a to-port entry.",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bases", nargs="*", metavar="VERSION", help="two declared bases (default: the two newest)")
-    return p
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     declared = [base.version for base in project.bases()]
     if args.bases and len(args.bases) != 2:
         raise ConfigError(f"name two bases to compare, or none for the two newest (declared: {', '.join(declared)})")

@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
-from verl_patches.cli import parser, project_of, reports_errors
+import argparse
+
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.errors import UnexportedWorkError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.queue import backups, record
 from verl_patches.queue.sync import assess, planned_changes, write_export
 
+COMMAND = Command(
+    "export",
+    "write build/verl's commits back to patches/",
+    "Export the commits above upstream/<version> in build/verl to patches/ (byte-stable).",
+    build_lock=True,
+    queue_lock=True,
+    recovery="run `verl-patches export` again to finish the export",
+)
 
-def build_parser():
-    p = parser("export", "Export the commits above upstream/<version> in build/verl to patches/ (byte-stable).")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force",
         action="store_true",
         help="export even when patches/ changed since build/verl was built, or when its last apply stopped at a "
         "patch that did not apply (patches/ is kept as a backup first)",
     )
-    return p
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     upstream = project.load_upstream()
     tree = BuildTree(project.tree_dir)
     if not tree.exists() or not tree.head():

@@ -6,10 +6,11 @@ green run of it): the PR is printed all the same, and a note on stderr says why.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from verl_patches.checkout import Project
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.cli import Command
 from verl_patches.errors import ConfigError, GitError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.model.patch import Patch
@@ -22,16 +23,18 @@ FIELDS = ("title", "branch", "body")
 NOT_FOR_UPSTREAM = 3
 
 
-def build_parser():
-    p = parser(
-        "pr",
-        "Print a patch as a verl pull request: title, branch name and a body in verl's PR template. "
-        f"Exit status {NOT_FOR_UPSTREAM}: the patch is not to be sent upstream (a backport, Forwarded: not-needed), "
-        f"or not before a run of the self-hosted CI job it adds (a {HARDWARE_RUN}: <URL> trailer names it).",
-    )
+COMMAND = Command(
+    "pr",
+    "print a patch as a verl pull request (title, branch, body)",
+    "Print a patch as a verl pull request: title, branch name and a body in verl's PR template. "
+    f"Exit status {NOT_FOR_UPSTREAM}: the patch is not to be sent upstream (a backport, Forwarded: not-needed), "
+    f"or not before a run of the self-hosted CI job it adds (a {HARDWARE_RUN}: <URL> trailer names it).",
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("patch", help="the patch: its 1-based position in patches/series, or its file name")
     p.add_argument("--field", choices=FIELDS, help="print only this part (e.g. for `gh pr create --title`)")
-    return p
 
 
 def select(project: Project, which: str) -> Patch:
@@ -92,10 +95,7 @@ def render(pr: PullRequest, field: str | None) -> str:
     return f"title: {pr.title}\nbranch: {pr.branch}\n\n{pr.body}".rstrip("\n")
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     patch = select(project, args.patch)
     record = proof_record.load(project.base_build_dir / proof_record.RECORD_FILE)
     failures = proof_record.failures_for(record, patch.name, project.patch_path(patch.name).read_bytes())

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.model.table import render
 from verl_patches.queue.prove import YES, Proof, prove
 from verl_patches.testing import proof_record
 from verl_patches.testing.runner import PytestRunner
 from verl_patches.testing.venv import ensure, requirements_stamp
 
+COMMAND = Command(
+    "prove",
+    "per patch: its tests fail without it and pass with it",
+    "Per patch: tests fail without its code, pass with it, and earlier patches' tests still pass.",
+    build_lock=True,
+)
 
-def build_parser():
-    p = parser("prove", "Per patch: tests fail without its code, pass with it, and earlier patches' tests still pass.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="ignore cached results (build/prove-cache.json)")
-    return p
 
 
 def table(proofs: list[Proof]) -> str:
@@ -26,10 +33,7 @@ def table(proofs: list[Proof]) -> str:
     return render(rows)
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     start = time.monotonic()
     python = ensure(project.venv_dir, project.requirements_paths, project.tree_dir)
     cache = project.build_dir / "prove-cache.json"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from verl_patches.checkout import UPSTREAM_FILE, Project
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.cli import Command
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git import scratch
 from verl_patches.git.repo import Git
@@ -16,11 +17,17 @@ from verl_patches.git.trial import apply_each, scratch_tree
 WORKING_COPY = "."
 
 
-def build_parser():
-    p = parser("range-diff", "Compare two versions of the series (refs of this repository; '.' is the working copy).")
+COMMAND = Command(
+    "range-diff",
+    "git range-diff of the series between two refs of this repository",
+    "Compare two versions of the series (refs of this repository; '.' is the working copy).",
+    build_lock=True,
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", help="a ref of this repository, e.g. origin/main, v1, HEAD~3")
     p.add_argument("new", nargs="?", default=WORKING_COPY, help="another ref (default: the working copy)")
-    return p
 
 
 def materialise(project: Project, ref: str, dest: Path) -> Project:
@@ -62,10 +69,7 @@ def applied_range(project: Project, version_of: Project, main: BuildTree) -> tup
     return base, head
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     main_tree = BuildTree(project.tree_dir)
     if not main_tree.exists():
         raise VerlPatchesError(f"no build tree at {main_tree.path}: run `verl-patches apply` first")

@@ -8,12 +8,20 @@ import argparse
 
 from packaging.version import InvalidVersion, Version
 
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.queue.rebase import rebase
 
+COMMAND = Command(
+    "rebase",
+    "replay the series onto a newer verl sdist and classify each patch",
+    "Replay the series onto a newer verl sdist; report clean / upstream / partly / conflict.",
+    build_lock=True,
+    queue_lock=True,
+)
 
-def build_parser():
-    p = parser("rebase", "Replay the series onto a newer verl sdist; report clean / upstream / partly / conflict.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--onto", required=True, metavar="VERSION", type=release_version, help="the newer verl release, e.g. 0.9.1"
     )
@@ -34,7 +42,6 @@ def build_parser():
         help="make the new base GitHub's archive of TAG (from the mirror, else GitHub), pinned by the commit the "
         "archive names and the tree id of its files, both computed here from the download: review them",
     )
-    return p
 
 
 def release_version(text: str) -> str:
@@ -56,8 +63,5 @@ def command_line(args) -> str:
     return " ".join(parts + (["--write"] if args.write else []) + (["--force"] if args.force else []))
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     return rebase(project, args, command_line(args))

@@ -8,7 +8,10 @@ HEAD is detached behind the build) or a file of patches/ is not byte for byte wh
 
 from __future__ import annotations
 
-from verl_patches.cli import parser, project_of, reports_errors
+import argparse
+
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.git.tree import BuildTree
 from verl_patches.queue.sync import assess
 
@@ -16,18 +19,20 @@ WORK = 1
 NOT_BUILT_FROM_PATCHES = 3
 
 
-def build_parser():
-    return parser(
-        "status",
-        "Compare build/verl with patches/. Exit 0: in step; 1: the tree has work not in patches/; "
-        "3: patches/ changed since the tree was built, or the last apply did not complete.",
-    )
+COMMAND = Command(
+    "status",
+    "list un-exported work in build/verl (non-zero if any)",
+    "Compare build/verl with patches/. Exit 0: in step; 1: the tree has work not in patches/; "
+    "3: patches/ changed since the tree was built, or the last apply did not complete.",
+    build_lock=True,
+)
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def arguments(p: argparse.ArgumentParser) -> None:
+    """status takes the options every command takes, and no other."""
+
+
+def run(project: Project, args: argparse.Namespace) -> int:
     tree = BuildTree(project.tree_dir)
     state = assess(project, tree) if tree.exists() else None
     if state is None or (not tree.head() and not state.work):

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from verl_patches.cli import parser, project_of, reports_errors
+import argparse
+
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.model.table import render, rows, totals
 from verl_patches.model.upstream import local_version
 
+COMMAND = Command("table", "print the series as a table", "Print the series (the queue of a base) as a table.")
 
-def build_parser():
-    p = parser("table", "Print the series (the queue of a base) as a table.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="every declared base's queue, oldest first")
-    return p
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     chosen = [project.for_base(base.version) for base in project.bases()] if args.all else [project]
     for n, one in enumerate(chosen):
         patches = one.load_patches()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import subprocess
 from pathlib import Path
 
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.queue.apply import apply_series
@@ -15,9 +17,16 @@ from verl_patches.testing import verl_suite
 from verl_patches.testing.series import DISTRIBUTED_DIR, plan, require_device, requirements_of, upstream_guard
 from verl_patches.testing.venv import ensure, run_env
 
+COMMAND = Command(
+    "test",
+    "run the series' CPU (or --gpu) tests in build/venv",
+    "Apply the series, prepare build/venv and run the series' tests with pytest.",
+    build_lock=True,
+    recovery="run `verl-patches test` again; its apply recovers the build tree (keeping a backup of what it held)",
+)
 
-def build_parser():
-    p = parser("test", "Apply the series, prepare build/venv and run the series' tests with pytest.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-apply", action="store_true", help="test build/verl as it is (uncommitted edits included)")
     device = p.add_mutually_exclusive_group()
     device.add_argument(
@@ -48,12 +57,9 @@ def build_parser():
     p.add_argument("--venv-only", action="store_true", help="prepare build/venv and run nothing")
     p.add_argument("--list", action="store_true", help="print the commands that would run; prepare and run nothing")
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    return p
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(project: Project, args: argparse.Namespace) -> int:
     if args.upstream and (args.npu or args.distributed):
         raise VerlPatchesError("--upstream goes with the CPU tests or with --gpu only")
     if args.nproc < 1:
@@ -63,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
             "--npu runs on the Python of an Ascend environment (torch and torch_npu built for its CANN): set "
             "VERL_PATCHES_PYTHON to it (ci/job.sh npu-venv makes one that adds requirements/npu.txt's test packages)"
         )
-    project = project_of(args)
     tree = BuildTree(project.tree_dir) if args.no_apply or args.list else apply_series(project)
     if not tree.exists():
         raise VerlPatchesError(f"no build tree at {tree.path}: run `verl-patches apply`")

@@ -6,6 +6,7 @@ missing is said, and the other one's answer counts)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from verl_patches.checkout import Project
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.cli import Command
 from verl_patches.model.releases import BadIndexDocument, github_tags, newer_releases, pull_state, pypi_releases
 from verl_patches.model.table import render
 from verl_patches.model.trailers import APPLIED_UPSTREAM, HOME, GitHubRef
@@ -24,12 +25,15 @@ NEW_RELEASE = 3
 UNREACHABLE = 4
 
 
-def build_parser():
-    p = parser(
-        "watch",
-        "List the verl releases newer than the newest declared base (PyPI's JSON API and GitHub's tags). Exit "
-        f"status {UP_TO_DATE}: up to date; {NEW_RELEASE}: a newer release; {UNREACHABLE}: neither could be asked.",
-    )
+COMMAND = Command(
+    "watch",
+    "list verl releases newer than the newest base (PyPI, GitHub tags); --prs: forwarded PRs",
+    "List the verl releases newer than the newest declared base (PyPI's JSON API and GitHub's tags). Exit "
+    f"status {UP_TO_DATE}: up to date; {NEW_RELEASE}: a newer release; {UNREACHABLE}: neither could be asked.",
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prs", action="store_true", help="also print the state of each Forwarded pull request (GitHub's API)"
     )
@@ -42,7 +46,6 @@ def build_parser():
     )
     p.add_argument("--pypi", metavar="URL", help=f"PyPI's JSON API (default: ${PYPI_ENV}, else {PYPI_URL})")
     p.add_argument("--github-api", metavar="URL", help=f"GitHub's REST API (default: ${GITHUB_ENV}, else {GITHUB_API})")
-    return p
 
 
 def ask(source: str, question: Callable[[], dict[str, str]]) -> dict[str, str] | None:
@@ -86,10 +89,7 @@ def forwarded_prs(project: Project, index: Index) -> None:
         print(f"merged: {url}; once a release has it, add '{APPLIED_UPSTREAM}: <that version>, {url}' to its patches")
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     newest = max(project.bases(), key=lambda base: Version(base.version))
     name, repository = newest.upstream.name, repository_of(project)
     index = Index.from_environment(args.pypi, args.github_api)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import shutil
@@ -10,7 +11,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-from verl_patches.cli import parser, project_of, reports_errors
+from verl_patches.checkout import Project
+from verl_patches.cli import Command
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git import scratch
 from verl_patches.git.tree import BuildTree
@@ -21,10 +23,16 @@ from verl_patches.sources.sdist import unpack_members
 VERSION_FILE = "verl/version/version"
 
 
-def build_parser():
-    p = parser("wheel", "Build dist/verl-<version>+fix.<N>-*.whl from build/verl (SOURCE_DATE_EPOCH = HEAD's date).")
+COMMAND = Command(
+    "wheel",
+    "build a reproducible patched wheel into dist/",
+    "Build dist/verl-<version>+fix.<N>-*.whl from build/verl (SOURCE_DATE_EPOCH = HEAD's date).",
+    build_lock=True,
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--outdir", help="where to put the wheel (default: dist/)")
-    return p
 
 
 def build_wheel(tree: BuildTree, version: str, outdir: Path) -> Path:
@@ -52,10 +60,7 @@ def build_wheel(tree: BuildTree, version: str, outdir: Path) -> Path:
         return target
 
 
-@reports_errors
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    project = project_of(args)
+def run(project: Project, args: argparse.Namespace) -> int:
     upstream = project.load_upstream()
     tree = BuildTree(project.tree_dir)
     if not tree.import_commit(upstream):

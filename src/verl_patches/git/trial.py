@@ -41,7 +41,7 @@ def linked_worktree(main: BuildTree, commit: str, keep: str | None = None) -> It
 
 @contextlib.contextmanager
 def scratch_tree(
-    main: BuildTree, upstream: Upstream, cache_dir: Path, log=print, mirror: str | None = None
+    main: BuildTree, upstream: Upstream, cache_dir: Path, mirror: str | None = None
 ) -> Iterator[BuildTree]:
     """A BuildTree at the import commit of upstream, without touching main's work tree.
 
@@ -55,12 +55,12 @@ def scratch_tree(
         return
     if main.exists() and main.head():
         with linked_worktree(main, main.head() or "HEAD") as tree:
-            import_source(tree, upstream, cache_dir, mirror, log=log, tag=False)
+            import_source(tree, upstream, cache_dir, mirror, tag=False)
             yield tree
         return
     with scratch.folder("trial") as tmp:
         tree = BuildTree(Path(tmp) / "tree")
-        import_source(tree, upstream, cache_dir, mirror, log=log)
+        import_source(tree, upstream, cache_dir, mirror)
         yield tree
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from verl_patches.checkout import Project
 from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
@@ -9,6 +11,8 @@ from verl_patches.git.trial import apply_each
 from verl_patches.queue import backups, record
 from verl_patches.queue.sync import assess, planned_changes
 from verl_patches.sources.source import fetch, import_pinned
+
+logger = logging.getLogger(__name__)
 
 
 def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
@@ -32,7 +36,7 @@ def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
     )
 
 
-def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -> bool:
+def prepare_rebuild(project: Project, tree: BuildTree, force: bool) -> bool:
     """Before build/verl is rebuilt: refuse to lose work, or keep it in a backup. True when the tree is
     what an interrupted apply left (its git locks are then the tool's own, and stale)."""
     state = assess(project, tree)
@@ -62,14 +66,14 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool, log=print) -
             reason = f"{project.tree_name} before `apply` rebuilt it from changed {project.queue}/"
         kept = backups.take_tree(project, tree, reason)
         if kept:
-            log(
+            logger.info(
                 f"kept a backup of {project.tree_name}: {kept.id} (branch {kept.info['branch']}, {kept.folder}); "
                 "`verl-patches backups` says how to restore it"
             )
     return state.interrupted_apply
 
 
-def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
+def apply_series(project: Project, force: bool = False) -> BuildTree:
     """Rebuild the build tree from the pinned upstream source and patches/ (refusing to lose work).
 
     The build record says `complete` only after every patch applied; until then `applying`, and `failed`
@@ -78,9 +82,9 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
     series = project.load_series()
     project.load_patches(series)  # every listed file exists, parses and is listed once
     tree = BuildTree(project.tree_dir)
-    interrupted = prepare_rebuild(project, tree, force, log) if tree.exists() else False
+    interrupted = prepare_rebuild(project, tree, force) if tree.exists() else False
     if not tree.import_commit(upstream):
-        fetch(upstream, project.cache_dir, project.mirror, log=log)  # a download fails before the tree is touched
+        fetch(upstream, project.cache_dir, project.mirror)  # a download fails before the tree is touched
     source = record.source_digest(project)
     previous = record.read(tree.git_dir()) if tree.exists() else None
     if tree.exists():
@@ -90,10 +94,10 @@ def apply_series(project: Project, force: bool = False, log=print) -> BuildTree:
             # in any other state may be a user's git still at work in build/verl; it is left alone.
             for stale in tree.lock_files():
                 stale.unlink(missing_ok=True)
-                log(f"removed {stale}, left by an interrupted git command")
+                logger.info(f"removed {stale}, left by an interrupted git command")
     tree.init()
     try:
-        base = import_pinned(tree, upstream, project.cache_dir, project.mirror, log=log, checkout=False)
+        base = import_pinned(tree, upstream, project.cache_dir, project.mirror, checkout=False)
     except VerlPatchesError:  # a mismatched or unreadable source: the tree is as it was, and so is its record
         record.put_back(tree.git_dir(), previous)
         raise

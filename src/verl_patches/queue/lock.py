@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import math
 import os
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +25,8 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: commands are not serialised
     fcntl = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__)
 
 LOCK_FILE = "verl-patches.lock"
 QUEUE_LOCK_FILE = "queue.lock"
@@ -76,9 +78,7 @@ def _open(path: Path) -> tuple[int, bool]:
 
 
 @contextlib.contextmanager
-def held(
-    build_dir: Path, command: str, timeout: float | None = None, log=None, name: str = LOCK_FILE
-) -> Iterator[Path]:
+def held(build_dir: Path, command: str, timeout: float | None = None, name: str = LOCK_FILE) -> Iterator[Path]:
     """Hold the lock file `name` of build_dir while the block runs; wait up to timeout seconds for another holder."""
     path = (build_dir / name).resolve()
     if path in _held or fcntl is None:
@@ -91,7 +91,6 @@ def held(
                 del _held[path]
         return
     timeout = timeout_from_env() if timeout is None else timeout
-    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     fd, writable = _open(path)
     try:
         deadline = time.monotonic() + timeout
@@ -108,7 +107,7 @@ def held(
                         f"Wait for it to finish (waited {timeout:g}s; {TIMEOUT_ENV} sets how long)."
                     ) from None
                 if not waited:
-                    log(f"verl-patches: waiting for {path}, held by {holder}")
+                    logger.info(f"verl-patches: waiting for {path}, held by {holder}")
                     waited = True
                 time.sleep(POLL)
         info = {

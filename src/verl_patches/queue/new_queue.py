@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -14,6 +15,8 @@ from verl_patches.git.tree import ExportedPatch
 from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
 from verl_patches.queue import backups
 from verl_patches.queue.queues import TO_PORT
+
+logger = logging.getLogger(__name__)
 
 QUEUE_FILES = ("series", TO_PORT)
 
@@ -68,8 +71,9 @@ def table(upstream: Upstream, queue: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(project: Project, upstream: Upstream, queue: str, content: dict[str, bytes], declare: bool, force: bool,
-          log=print) -> None:  # fmt: skip
+def write(
+    project: Project, upstream: Upstream, queue: str, content: dict[str, bytes], declare: bool, force: bool
+) -> None:
     """Write the queue folder (and declare the base in upstream.toml when declare). A folder that holds other
     content is replaced only with force, after a backup; identical content is left as it is."""
     target = project.root / queue
@@ -93,17 +97,18 @@ def write(project: Project, upstream: Upstream, queue: str, content: dict[str, b
     if present and differs:
         backup_dir = project.build_dir / upstream.version / "backups"  # the base's, declared or not yet
         kept = backups.take_patches(project, f"{queue} before `rebase --write --force`", queue, backup_dir)
-        log(f"kept a backup of {queue}: {kept.id} ({kept.folder})")
+        logger.info(f"kept a backup of {queue}: {kept.id} ({kept.folder})")
     if declare:
         text = project.upstream_path.read_text(encoding="utf-8")
         project.upstream_path.write_text(text.rstrip("\n") + "\n\n" + table(upstream, queue), encoding="utf-8")
-        log(f"declared base {upstream.version} in upstream.toml")
+        logger.info(f"declared base {upstream.version} in upstream.toml")
     if not differs:
-        log(f"{queue} already holds this queue; nothing to write")
+        logger.info(f"{queue} already holds this queue; nothing to write")
         return
     _replace_queue(target, content)
     patches = sum(1 for name in content if name.endswith(".patch"))
-    log(f"wrote {queue}: {patches} patch(es), series" + (f", {TO_PORT}" if TO_PORT in content else ""))
+    listed = f", {TO_PORT}" if TO_PORT in content else ""
+    logger.info(f"wrote {queue}: {patches} patch(es), series{listed}")
 
 
 def _replace_queue(target: Path, content: dict[str, bytes]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from verl_patches.checkout import Project
@@ -10,6 +11,8 @@ from verl_patches.git.trial import apply_each, scratch_tree
 from verl_patches.model.patch import Patch
 from verl_patches.testing.helper_tests import tests_of
 from verl_patches.testing.runner import FAILED_CODES, PytestRunner
+
+logger = logging.getLogger(__name__)
 
 YES, NO, SKIP = "yes", "NO", "-"
 
@@ -29,12 +32,12 @@ class Proof:
         return not self.problems
 
 
-def prove(project: Project, runner: PytestRunner, log=print) -> list[Proof]:
+def prove(project: Project, runner: PytestRunner) -> list[Proof]:
     upstream = project.load_upstream()
     patches = project.load_patches()
     main = BuildTree(project.tree_dir)
     proofs: list[Proof] = []
-    with scratch_tree(main, upstream, project.cache_dir, log=log, mirror=project.mirror) as tree:
+    with scratch_tree(main, upstream, project.cache_dir, mirror=project.mirror) as tree:
         base = tree.head()
         assert base, "a scratch tree starts on the import commit"
         commits = apply_each(tree, [(p.name, project.patch_path(p.name)) for p in patches])
@@ -45,7 +48,7 @@ def prove(project: Project, runner: PytestRunner, log=print) -> list[Proof]:
                 patch=patch,
                 tests=tests_of(tree.git, commits[index], patch, "_on_cpu.py"),
             )
-            log(f"[{index + 1}/{len(patches)}] {patch.subject}")
+            logger.info(f"[{index + 1}/{len(patches)}] {patch.subject}")
             if patch.exemption is not None:
                 proof.failed_before = "exempt"
             elif proof.tests:

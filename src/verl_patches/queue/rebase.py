@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import time
@@ -28,6 +29,8 @@ from verl_patches.sources.sdist import archive_commit, download, fetch, sha256_o
 from verl_patches.testing.helper_tests import tests_of
 from verl_patches.testing.runner import PytestRunner
 from verl_patches.testing.venv import ensure, requirements_stamp
+
+logger = logging.getLogger(__name__)
 
 CLEAN = "applies cleanly"
 
@@ -75,27 +78,27 @@ def changed_lines(diff: str) -> int:
     )
 
 
-def fetch_new(project: Project, version: str, expected: str | None, log) -> tuple[Upstream, Path, str]:
+def fetch_new(project: Project, version: str, expected: str | None) -> tuple[Upstream, Path, str]:
     name = project.load_upstream().name
     if expected:
         upstream = Upstream(name=name, version=version, sha256=expected)
-        return upstream, fetch(upstream, project.cache_dir, log=log), "verified against --sha256"
-    path = download(Upstream(name=name, version=version, sha256="0" * 64), project.cache_dir, log=log)
+        return upstream, fetch(upstream, project.cache_dir), "verified against --sha256"
+    path = download(Upstream(name=name, version=version, sha256="0" * 64), project.cache_dir)
     upstream = Upstream(name=name, version=version, sha256=sha256_of(path))
     return upstream, path, "not pinned before: recorded from the download (check it against PyPI)"
 
 
-def pin_tag_archive(project: Project, tree: BuildTree, old: Upstream, version: str, tag: str, log):
+def pin_tag_archive(project: Project, tree: BuildTree, old: Upstream, version: str, tag: str):
     """The new release as a tag-archive base pinned from its download: the commit its archive names, the tree id
     of its files."""
     repository = old.repository or (old.over.repository if old.over else "") or HOME
     candidate = Upstream(name=old.name, version=version, source=GIT_ARCHIVE, repository=repository, git_tag=tag)
-    path = source.fetch(candidate, project.cache_dir, project.mirror, log=log)
+    path = source.fetch(candidate, project.cache_dir, project.mirror)
     pinned = dataclasses.replace(candidate, commit=archive_commit(path), tree=tree.tree_id(path))
     return pinned, path, "pinned here from this download: the commit its archive names and the tree id of its files"
 
 
-def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patches: list[Patch], runner, version, log):
+def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patches: list[Patch], runner, version):
     outcomes = []
     for patch in patches:
         patch_file = project.patch_path(patch.name)
@@ -103,7 +106,7 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
         assert before, "the replay starts on the new base's import commit"
         applied = patch.applied_upstream
         if applied and applied.released_by(version):
-            log(f"dropping {patch.name}: {APPLIED_UPSTREAM}: {applied.format()}")
+            logger.info(f"dropping {patch.name}: {APPLIED_UPSTREAM}: {applied.format()}")
             outcomes.append(
                 Outcome(
                     patch,
@@ -114,7 +117,7 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
                 )
             )
             continue
-        log(f"replaying {patch.name}")
+        logger.info(f"replaying {patch.name}")
         try:
             changed = tree.am(patch.name, patch_file)
         except PatchApplyError as exc:
@@ -149,7 +152,7 @@ def replay(project: Project, tree: BuildTree, old_commits: dict[str, str], patch
     return outcomes
 
 
-def test_carried(tree: BuildTree, new_base: str, outcomes: list[Outcome], runner, version: str, log) -> None:
+def test_carried(tree: BuildTree, new_base: str, outcomes: list[Outcome], runner, version: str) -> None:
     """Run the CPU tests of each patch carried as it is on the replayed series; a patch whose tests fail there
     needs a hand port too: it is taken out of the series (and so is a later one that no longer applies)."""
     for outcome in outcomes:
@@ -158,7 +161,7 @@ def test_carried(tree: BuildTree, new_base: str, outcomes: list[Outcome], runner
         tests = tests_of(tree.git, outcome.commit, outcome.patch, "_on_cpu.py")
         if not tests:
             continue
-        log(f"testing {outcome.patch.name} on {version}")
+        logger.info(f"testing {outcome.patch.name} on {version}")
         result = runner.outcome(tree, tests)
         outcome.tests_on_new_base = f"pass ({result.summary})" if result.passed else f"fail ({result.summary})"
         if result.passed:
@@ -350,14 +353,14 @@ def rebase(project: Project, args, command: str) -> int:
             f"--tag-archive {args.tag_archive}: upstream.toml declares {args.onto} already; rebase without the option"
         )
     if args.tag_archive:
-        new, sdist, provenance = pin_tag_archive(project, main_tree, old, args.onto, args.tag_archive, print)
+        new, sdist, provenance = pin_tag_archive(project, main_tree, old, args.onto, args.tag_archive)
         tag_archive = True
     elif declared is not None and tag_archive:
-        new, sdist = declared.upstream, source.fetch(declared.upstream, project.cache_dir, project.mirror, log=print)
+        new, sdist = declared.upstream, source.fetch(declared.upstream, project.cache_dir, project.mirror)
         provenance = "its tag archive, checked against the tree id upstream.toml pins"
     else:
         expected = args.sha256 or (declared.upstream.sha256 if declared else None)
-        new, sdist, provenance = fetch_new(project, args.onto, expected, print)
+        new, sdist, provenance = fetch_new(project, args.onto, expected)
         if declared and not args.sha256:
             provenance = "verified against upstream.toml"
     python = ensure(project.venv_dir, project.requirements_paths, project.tree_dir)
@@ -394,8 +397,8 @@ def rebase(project: Project, args, command: str) -> int:
         if declared and declared.upstream.pins_tree and declared.upstream.tree != new.tree:
             where = f"{sdist} laid over {archive.tag if archive else old.tag}"
             raise TreeMismatchError(where, declared.upstream.tree, new.tree)
-        outcomes = replay(project, tree, old_commits, patches, runner, new.version, print)
-        test_carried(tree, new_base, outcomes, runner, new.version, print)
+        outcomes = replay(project, tree, old_commits, patches, runner, new.version)
+        test_carried(tree, new_base, outcomes, runner, new.version)
         text = report(old, new, provenance, outcomes, time.monotonic() - start, base_lines, command)
         print(text)
         if args.report:
@@ -405,7 +408,7 @@ def rebase(project: Project, args, command: str) -> int:
         if args.write and multi:
             queue = declared.queue if declared else f"patches/{new.version}"
             files = new_queue.files(project, tree.export(new_base), unresolved, old.version, new.version)
-            new_queue.write(project, new, queue, files, declared is None, args.force, print)
+            new_queue.write(project, new, queue, files, declared is None, args.force)
             if unresolved:
                 print(
                     f"{len(unresolved)} patch(es) of {project.queue} need a hand port onto {new.version}: "

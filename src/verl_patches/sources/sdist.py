@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import logging
 import os
 import re
 import shutil
@@ -18,6 +19,8 @@ from pathlib import Path, PurePosixPath
 
 from verl_patches.errors import HashMismatchError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
+
+logger = logging.getLogger(__name__)
 
 
 def read_regular(path: Path) -> bytes:
@@ -54,13 +57,13 @@ def verify(path: Path, expected: str) -> None:
     read_verified(path, expected)
 
 
-def download(upstream: Upstream, cache_dir: Path, log=print) -> Path:
+def download(upstream: Upstream, cache_dir: Path) -> Path:
     """The sdist in the cache, downloaded with pip when it is not there yet. Not verified here."""
     target = cache_dir / upstream.sdist_filename
     if cached_file(target):
         return target
     make_cache_dir(cache_dir)
-    log(f"downloading {upstream.name}=={upstream.version} (sdist) with pip")
+    logger.info(f"downloading {upstream.name}=={upstream.version} (sdist) with pip")
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".download-") as tmp:
         cmd = [
             sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
@@ -93,12 +96,12 @@ def cached_file(target: Path) -> bool:
     return True
 
 
-def fetch(upstream: Upstream, cache_dir: Path, log=print) -> Path:
+def fetch(upstream: Upstream, cache_dir: Path) -> Path:
     """The verified sdist: downloaded into the cache when missing, then checked against the pin.
 
     A cached file with the wrong hash is reported and left untouched: it is never overwritten.
     """
-    target = download(upstream, cache_dir, log=log)
+    target = download(upstream, cache_dir)
     verify(target, upstream.sha256)
     return target
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import shutil
 import sys
@@ -22,6 +23,8 @@ from verl_patches.errors import VerlPatchesError
 from verl_patches.model.upstream import Upstream
 from verl_patches.sources import sdist
 
+logger = logging.getLogger(__name__)
+
 MIRROR_ENV = "VERL_PATCHES_MIRROR"
 TIMEOUT_S = 60
 
@@ -35,13 +38,13 @@ def archive_cache_path(upstream: Upstream, cache_dir: Path) -> Path:
     return cache_dir / "archives" / upstream.repository.replace("/", "-") / upstream.archive_filename
 
 
-def fetch(upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print) -> Path:
+def fetch(upstream: Upstream, cache_dir: Path, mirror: str | None = None) -> Path:
     """The cached source file of upstream, downloaded first when missing (an sdist is also checked by sha256).
     For an sdist over an archive: the sdist, after the archive it is laid over."""
     if upstream.over is not None:
-        fetch(upstream.over, cache_dir, mirror, log=log)
+        fetch(upstream.over, cache_dir, mirror)
     if not upstream.is_archive:
-        return sdist.fetch(upstream, cache_dir, log=log)
+        return sdist.fetch(upstream, cache_dir)
     target = archive_cache_path(upstream, cache_dir)
     if sdist.cached_file(target):
         return target
@@ -53,7 +56,7 @@ def fetch(upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=pr
     urls.append(upstream.archive_url)
     for url in urls:
         try:
-            _download(url, target, log)
+            _download(url, target)
             return target
         except (OSError, urllib.error.URLError, ValueError, VerlPatchesError) as exc:
             tried.append(f"  - {url}: {getattr(exc, 'reason', None) or exc}")
@@ -75,10 +78,10 @@ def _mirror_url(mirror: str, filename: str) -> str:
     return Path(mirror).resolve().joinpath(filename).as_uri()
 
 
-def _download(url: str, target: Path, log) -> None:
+def _download(url: str, target: Path) -> None:
     """Copy url to target through a temporary file beside it, with a progress line on stderr. A mirror folder's
     file is read as a regular file only: a FIFO or device there would block without a timeout."""
-    log(f"downloading {url}")
+    logger.info(f"downloading {url}")
     with _opened(url) as (response, total):
         with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".download-", delete=False) as handle:
             try:
@@ -127,26 +130,24 @@ def _progress(name: str, done: int, total: int) -> None:
     print(f"\r  {name}: {size} MiB", end="", file=sys.stderr, flush=True)
 
 
-def import_pinned(
-    tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print, checkout: bool = True
-) -> str:
+def import_pinned(tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, checkout: bool = True) -> str:
     """The import commit of upstream in tree (a BuildTree), imported first when missing, and checked out when
     checkout. A source that does not match its pin raises before the work tree, HEAD or a branch changes."""
     base = tree.import_commit(upstream)
     if not base and upstream.over is not None:
-        over = import_pinned(tree, upstream.over, cache_dir, mirror, log=log, checkout=False)
-        base = tree.import_overlay(upstream, fetch(upstream, cache_dir, mirror, log=log), over, checkout=False)
+        over = import_pinned(tree, upstream.over, cache_dir, mirror, checkout=False)
+        base = tree.import_overlay(upstream, fetch(upstream, cache_dir, mirror), over, checkout=False)
     elif not base:
-        base = tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror, log=log), checkout=False)
+        base = tree.import_upstream(upstream, fetch(upstream, cache_dir, mirror), checkout=False)
     if checkout:
         tree.reset_to(base)
     return base
 
 
-def import_source(tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, log=print, tag=True) -> str:
+def import_source(tree, upstream: Upstream, cache_dir: Path, mirror: str | None = None, tag=True) -> str:
     """Import upstream's source as a new commit of tree (tagged upstream/<version> when tag) and check it out."""
-    source = fetch(upstream, cache_dir, mirror, log=log)
+    source = fetch(upstream, cache_dir, mirror)
     if upstream.over is not None:
-        over = import_source(tree, upstream.over, cache_dir, mirror, log=log, tag=tag)
+        over = import_source(tree, upstream.over, cache_dir, mirror, tag=tag)
         return tree.import_overlay(upstream, source, over, tag=tag)
     return tree.import_upstream(upstream, source, tag=tag)

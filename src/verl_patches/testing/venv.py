@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import subprocess
@@ -11,6 +12,8 @@ import tempfile
 from pathlib import Path
 
 from verl_patches.errors import VerlPatchesError
+
+logger = logging.getLogger(__name__)
 
 STAMP = ".verl-patches-requirements"
 # The index torch is installed from (e.g. https://download.pytorch.org/whl/cpu); empty: pip's own configuration.
@@ -38,7 +41,7 @@ def requirements_stamp(requirements: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
+def ensure(venv: Path, requirements: list[Path], tree: Path) -> Path:
     """Create or refresh the venv when its requirements changed; point it at the tree. Returns its python.
 
     VERL_PATCHES_PYTHON names an interpreter to use instead (it must already have what the tests need).
@@ -50,7 +53,7 @@ def ensure(venv: Path, requirements: list[Path], tree: Path, log=print) -> Path:
     stamp_path = venv / STAMP
     wanted = requirements_stamp(requirements)
     if not python.exists() or not stamp_path.exists() or stamp_path.read_text().strip() != wanted:
-        log(f"preparing {venv} from {', '.join(p.name for p in requirements)} (a few minutes the first time)")
+        logger.info(f"preparing {venv} from {', '.join(p.name for p in requirements)} (a few minutes the first time)")
         if not python.exists():
             _run([sys.executable, "-m", "venv", str(venv)])
         for cmd in install_commands(python, requirements, torch_index()):

@@ -7,6 +7,7 @@ gpu_unit_tests.yml's selection, read from each tree (upstream_ci.py)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -20,6 +21,8 @@ from verl_patches.errors import VerlPatchesError
 from verl_patches.git import scratch
 from verl_patches.testing.venv import run_env
 from verl_patches.testing.verl_workflows import gpu_unit_test_args
+
+logger = logging.getLogger(__name__)
 
 # The selection of upstream's .github/workflows/cpu_unit_tests.yml: `python_files = *_on_cpu.py` in a
 # pytest.ini, then `pytest -s -x --asyncio-mode=auto tests/`. Here without -x and past collection errors (modules
@@ -78,31 +81,31 @@ class SuiteResult:
         return ", ".join(f"{tally[k]} {k}" for k in ("passed", "failed", "skipped")) + f" ({len(self.outcomes)} tests)"
 
 
-def run(python: Path, tree: Path, extra: list[str], suite: Suite = CPU, log=print, keep: Path | None = None):
+def run(python: Path, tree: Path, extra: list[str], suite: Suite = CPU, keep: Path | None = None):
     """The suite's selection (and sanity.yml's steps for the CPU suite) in tree, with tree first on sys.path;
     outcome per test id. keep: a path prefix under which each run's junit XML is kept (PREFIX.xml, ...)."""
     env = run_env(python, {**RAY_RESOURCES, **os.environ, **suite.env, "PYTHONPATH": str(tree)})
-    outcomes = _pytest(python, tree, env, [*extra, *suite.selection(tree)], suite.timeout_s, log, keep, "")
+    outcomes = _pytest(python, tree, env, [*extra, *suite.selection(tree)], suite.timeout_s, keep, "")
     if suite.sanity and (tree / SANITY[0]).is_dir():
-        outcomes.update(_pytest(python, tree, env, [*extra, *SANITY], suite.timeout_s, log, keep, "-sanity"))
+        outcomes.update(_pytest(python, tree, env, [*extra, *SANITY], suite.timeout_s, keep, "-sanity"))
     if suite.sanity and (tree / SANITY_SCRIPT).is_file():
         proc = subprocess.run([str(python), SANITY_SCRIPT], cwd=tree, env=env, capture_output=True, text=True)
-        log(f"+ (in {tree}) python {SANITY_SCRIPT}: exit {proc.returncode}")
+        logger.info(f"+ (in {tree}) python {SANITY_SCRIPT}: exit {proc.returncode}")
         outcomes[f"{SANITY_SCRIPT}::main"] = "passed" if proc.returncode == 0 else "failed"
     return SuiteResult(outcomes)
 
 
-def _pytest(python: Path, tree: Path, env, args: list[str], timeout: int, log, keep: Path | None, part: str):
+def _pytest(python: Path, tree: Path, env, args: list[str], timeout: int, keep: Path | None, part: str):
     with scratch.folder("suite") as tmp:
         junit = Path(tmp) / "junit.xml"
         ini = Path(tmp) / "pytest.ini"
         ini.write_text(INI)
         cmd = [str(python), "-m", "pytest", "-c", str(ini), f"--rootdir={tree}", "-p", "no:cacheprovider", "-q"]
         cmd += [f"--timeout={timeout}", f"--junitxml={junit}", *args]
-        log(f"+ (in {tree}) " + " ".join(cmd))
+        logger.info(f"+ (in {tree}) {' '.join(cmd)}")
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         tail = (proc.stdout.strip().splitlines() or [""])[-1]
-        log(f"  pytest exit {proc.returncode}: {tail}")
+        logger.info(f"  pytest exit {proc.returncode}: {tail}")
         if keep and junit.exists():
             keep.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(junit, f"{keep}{part}.xml")

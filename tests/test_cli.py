@@ -1,0 +1,77 @@
+"""The command line: one argparse parser built from what each module of commands/ declares."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verl_patches import __version__, cli
+
+COMMANDS = Path(__file__).resolve().parent.parent / "src" / "verl_patches" / "commands"
+
+
+def test_every_command_module_is_listed_and_declares_its_command():
+    listed = ast.literal_eval(
+        next(
+            node.value
+            for node in ast.parse((COMMANDS / "__init__.py").read_text()).body
+            if isinstance(node, ast.Assign) and node.targets[0].id == "__all__"
+        )
+    )
+    assert sorted(listed) == sorted(p.stem for p in COMMANDS.glob("*.py") if p.stem != "__init__")
+    modules = cli.command_modules()
+    assert [m.COMMAND.name for m in modules] == [name.replace("_", "-") for name in listed]
+    assert all(callable(m.arguments) and callable(m.run) for m in modules)
+
+
+def test_help_lists_every_command_and_the_version(capsys):
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out
+    assert f"version {__version__}" in out and "range-diff" in out and "<command> --help" in out
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"{__version__}\n"
+
+
+def test_an_unknown_command_is_a_usage_error(capsys):
+    assert cli.main(["frobnicate"]) == 2
+    err = capsys.readouterr().err
+    assert "verl-patches: unknown command 'frobnicate'" in err and "apply" in err
+
+
+def test_a_command_help_needs_no_checkout(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["export", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: verl-patches export") and "--base VERSION" in out and "--force" in out
+
+
+def test_outside_a_checkout_a_command_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["status"]) == 1
+    assert "verl-patches: error: no upstream.toml in" in capsys.readouterr().err
+
+
+def test_progress_goes_to_stderr_as_it_is_and_in_order_with_stdout(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    (checkout.tree / "verl" / "scratch.py").write_text("X = 1\n")  # work that apply --force keeps in a backup
+    capsys.readouterr()
+    assert checkout.cli("apply", "--force") == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("kept a backup of build/verl: ") and "kept a backup" not in out
+    (checkout.tree / "verl" / "scratch.py").write_text("X = 2\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "verl_patches", "apply", "--force", "-C", str(checkout.root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=True,
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("kept a backup of build/verl: ") and lines[-1].startswith("applied 0 patch(es)")
