@@ -80,13 +80,18 @@ class BuildTree:
     def __init__(self, path: Path, branch: str = BRANCH):
         self.path = Path(path)
         self.branch = branch
-        self.git = Git(self.path)
+        self.git = Git(self.path, own=True)
+        self._readable = False
 
     # -- state -----------------------------------------------------------------------------------
     def exists(self) -> bool:
         """True when the folder is a git work tree; False when it is missing or empty. A folder that holds
-        files but no .git is an error: it may hold work, and it is never initialised or wiped."""
-        if (self.path / ".git").exists():
+        files but no .git is an error: it may hold work, and it is never initialised or wiped; so is a .git that
+        git cannot read as a repository (GitError says what to do)."""
+        if (self.path / ".git").exists() or (self.path / ".git").is_symlink():
+            if not self._readable:
+                self.git.run("rev-parse", "--git-dir")
+                self._readable = True
             return True
         if self.path.is_dir() and any(self.path.iterdir()):
             raise NotARepositoryError(
