@@ -59,13 +59,13 @@ _GIT_ERRNO = (("No space left on device", errno.ENOSPC), ("Permission denied", e
 class GitError(VerlPatchesError):
     """A git command failed; the message carries git's stderr."""
 
-    def __init__(self, args: list[str], returncode: int, stderr: str, stdout: str = ""):
+    def __init__(self, args: list[str], returncode: int, stderr: str, stdout: str = "", advice: str = ""):
         self.args_ = args
         self.returncode = returncode
         self.stderr = stderr
         self.stdout = stdout
         detail = stderr.strip() or stdout.strip() or "(no output)"
-        self.hint = next((f"{what_to_do(code)}." for text, code in _GIT_ERRNO if text in detail), "")
+        self.hint = advice or next((f"{what_to_do(code)}." for text, code in _GIT_ERRNO if text in detail), "")
         hint = f"\n{self.hint}" if self.hint else ""
         super().__init__(f"git {' '.join(args)} failed with exit code {returncode}:\n{detail}{hint}")
 

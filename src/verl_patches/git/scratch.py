@@ -16,6 +16,9 @@ from verl_patches.git.repo import Git
 
 PREFIX = "verl-patches-"
 _NAME = re.compile(rf"^{PREFIX}[a-z][a-z-]*-(\d+)-[A-Za-z0-9_]+$")
+# The branch a scratch work tree commits to, in the build tree's repository: <BRANCH_PREFIX><pid>-<random hex>.
+BRANCH_PREFIX = "verl-patches/scratch-"
+_BRANCH = re.compile(rf"^refs/heads/{BRANCH_PREFIX}(\d+)-[0-9a-f]+$")
 
 
 def folder(kind: str) -> tempfile.TemporaryDirectory:
@@ -34,16 +37,49 @@ def _running(pid: int) -> bool:
 
 
 def sweep(build_dir: Path) -> list[Path]:
-    """Remove the temporary folders of commands that no longer run, then the registrations of the scratch work
-    trees they held in the build trees under build_dir. Returns the folders removed."""
+    """Remove the temporary folders of commands that no longer run, then, in the build trees under build_dir, the
+    registrations of the scratch work trees they held and those commands' scratch branches. Returns the folders
+    removed."""
     removed = []
     for path in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
         match = _NAME.match(path.name)
         if match and path.is_dir() and not path.is_symlink() and not _running(int(match.group(1))):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
-    if removed:
-        for git_dir in [build_dir / "verl" / ".git", *sorted(build_dir.glob("*/verl/.git"))]:
-            if git_dir.is_dir():
-                Git(git_dir.parent).run("worktree", "prune", check=False)
+    for git_dir in [build_dir / "verl" / ".git", *sorted(build_dir.glob("*/verl/.git"))]:
+        if git_dir.is_dir():
+            git = Git(git_dir.parent, own=True)
+            if removed:
+                git.run("worktree", "prune", check=False)
+            _sweep_branches(git)
     return removed
+
+
+def _sweep_branches(git: Git) -> None:
+    """Delete the scratch branches of commands that no longer run (a SIGKILL skips the cleanup that deletes them),
+    with the scratch work trees that still have one checked out. A branch checked out in a work tree outside this
+    tool's temporary folders is someone's work: it stays."""
+    folder = BRANCH_PREFIX.rsplit("/", 1)[0]  # for-each-ref matches whole components of a ref's name
+    refs = git.run("for-each-ref", "--format=%(refname)", f"refs/heads/{folder}/", check=False)
+    dead = set()
+    for ref in refs.stdout.decode(errors="replace").splitlines():
+        match = _BRANCH.match(ref)
+        if match and not _running(int(match.group(1))):
+            dead.add(ref)
+    if not dead:
+        return
+    listing = git.run("worktree", "list", "--porcelain", check=False).stdout.decode(errors="replace")
+    for entry in listing.split("\n\n")[1:]:  # the first is the build tree itself
+        fields = dict(line.split(" ", 1) for line in entry.splitlines() if " " in line)
+        if fields.get("branch") not in dead:
+            continue
+        path = Path(fields.get("worktree", ""))
+        owner = _NAME.match(path.parent.name)
+        if owner and not _running(int(owner.group(1))):
+            git.run("worktree", "remove", "--force", str(path), check=False)
+            shutil.rmtree(path.parent, ignore_errors=True)
+        else:
+            dead.discard(fields["branch"])
+    git.run("worktree", "prune", check=False)
+    for ref in sorted(dead):
+        git.run("update-ref", "-d", ref, check=False)

@@ -30,7 +30,7 @@ BRANCH = "series"
 # Branches the tool makes and owns: backups, rebase results, the branch of a scratch work tree.
 # A branch `verl-patches` of the user's would block these (git keeps refs as paths); `scratch/` would have been
 # blocked by a branch `scratch`, a common name.
-SCRATCH_PREFIX = "verl-patches/scratch-"
+SCRATCH_PREFIX = scratch.BRANCH_PREFIX
 TOOL_BRANCH_PREFIXES = ("backup/", "rebase/", "verl-patches/")
 # The tip the tool last wrote to each branch it leaves for the user (rebase/<version>): refs/verl-patches/kept/<b>.
 KEPT_REFS = "refs/verl-patches/kept/"
@@ -80,13 +80,18 @@ class BuildTree:
     def __init__(self, path: Path, branch: str = BRANCH):
         self.path = Path(path)
         self.branch = branch
-        self.git = Git(self.path)
+        self.git = Git(self.path, own=True)
+        self._readable = False
 
     # -- state -----------------------------------------------------------------------------------
     def exists(self) -> bool:
         """True when the folder is a git work tree; False when it is missing or empty. A folder that holds
-        files but no .git is an error: it may hold work, and it is never initialised or wiped."""
-        if (self.path / ".git").exists():
+        files but no .git is an error: it may hold work, and it is never initialised or wiped; so is a .git that
+        git cannot read as a repository (GitError says what to do)."""
+        if (self.path / ".git").exists() or (self.path / ".git").is_symlink():
+            if not self._readable:
+                self.git.run("rev-parse", "--git-dir")
+                self._readable = True
             return True
         if self.path.is_dir() and any(self.path.iterdir()):
             raise NotARepositoryError(

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 
 from verl_patches.checkout import Project
+from verl_patches.errors import VerlPatchesError
+from verl_patches.git.repo import Git
 from verl_patches.git.tree import BuildTree, ExportedPatch
 from verl_patches.queue import record
 from verl_patches.queue.record import Record
@@ -156,6 +158,8 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
                 "`verl-patches export` rewrites it"
                 for name in rec.rewrites
             ]
+        else:
+            _find_lost_exports(project, tree, state, set())
         return state
     base = tree.base_tag()
     if base is None:
@@ -177,9 +181,62 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
         if moved is None:
             moved = ["(history rewritten since the build; the tree's commits:)"] + (_commits_since(tree, base) or [])
         state.unexported += moved
+        _find_lost_exports(project, tree, state, {line.split(" ", 1)[0] for line in moved})
     else:
         state.unexported += differences
     return state
+
+
+def _find_lost_exports(project: Project, tree: BuildTree, state: TreeState, listed: set[str]) -> None:
+    """patches/ changed since the tree was built or exported: a pull (the tree is behind), or an export undone (a
+    `git checkout -- patches/` after `export`: the tree is the only copy of its commits). The commits whose patch,
+    as export writes it, is neither in patches/ nor anywhere in the checkout's git history are work, named with
+    what to do. When they are all new patches and nothing else differs, patches/ merely lost them: the tree is not
+    stale but ahead, and a plain export writes them again."""
+    base = tree.base_tag()
+    saved = _saved_blobs(project)
+    if base is None or saved is None:
+        return
+    try:
+        exported = tree.export(base)
+    except VerlPatchesError:  # commits that cannot be patches: the tree is stale as it stands
+        return
+    commits = {sha[:12]: item for (sha, _), item in zip(tree.commits_above(base), exported, strict=True)}
+    lost, kinds, other = [], set(), False
+    for line in export_differences(project, exported, list(commits)):
+        kind, _, rest = line.partition(": ")
+        sha = rest.split(" ", 1)[0]
+        if kind not in ("new", "changed") or sha not in commits or _blob_ids(project, commits[sha].data) & saved:
+            other = True
+        elif sha not in listed:
+            lost.append(line)
+            kinds.add(kind)
+    if not lost:
+        return
+    ahead = not other and not listed and kinds == {"new"}
+    why = f"{project.queue}/ lost it since the tree was exported, and the checkout's git history does not hold it"
+    if not ahead:
+        why += f"; if only undoing that export changed {project.queue}/, `verl-patches export --force` writes it again"
+    state.unexported += [f"{line}: {why}" for line in lost]
+    if ahead:
+        state.stale = []  # only the tree's own new patches are missing: export writes them, overwriting nothing
+
+
+def _saved_blobs(project: Project) -> set[str] | None:
+    """The ids of every file content the checkout's git history and index hold; None outside a git repository."""
+    git = Git(project.root)
+    if not git.ok("rev-parse", "--is-inside-work-tree"):
+        return None
+    objects = git.run("rev-list", "--objects", "--all", check=False).stdout.decode(errors="replace").splitlines()
+    index = git.out("ls-files", "--stage", "--", str(project.patches_dir), check=False).splitlines()
+    return {line.split(" ", 1)[0] for line in objects} | {line.split()[1] for line in index if len(line.split()) > 1}
+
+
+def _blob_ids(project: Project, data: bytes) -> set[str]:
+    """The ids git gives a patch file's bytes, as they are and with CRLF stored as LF (a core.autocrlf checkout)."""
+    git = Git(project.root)
+    variants = {data, data.replace(b"\r\n", b"\n")}
+    return {git.out("hash-object", "--no-filters", "--stdin", input=v) for v in variants}
 
 
 def _known(tree: BuildTree, head: str, rec: Record | None) -> list[str]:

@@ -193,7 +193,19 @@ def _member_parts(member: tarfile.TarInfo, label: str) -> tuple[str, ...]:
         raise UnsafeMemberError(f"{label}: member {member.name!r} has an absolute path")
     if ".." in name.parts:
         raise UnsafeMemberError(f"{label}: member {member.name!r} climbs out of its folder with '..'")
-    return tuple(part for part in name.parts if part != ".")
+    parts = tuple(part for part in name.parts if part != ".")
+    if any(_git_name(part) for part in parts):
+        raise UnsafeMemberError(
+            f"{label}: member {member.name!r} is a .git path, which git keeps for itself: an import would leave it out "
+            "silently, or take a repository inside the archive for a folder of files"
+        )
+    return parts
+
+
+def _git_name(part: str) -> bool:
+    """A name git keeps for its own folder: .git in any case, also as Windows and macOS spell it (trailing dots or
+    spaces, the 8.3 short name git~1); git's defaults refuse or skip every one."""
+    return part.rstrip(". ").lower() == ".git" or part.lower() == "git~1"
 
 
 def _open_folder(root: int, parts: tuple[str, ...], member: tarfile.TarInfo, label: str) -> int:
