@@ -113,9 +113,8 @@ class Project:
 
     @property
     def base_build_dir(self) -> Path:
-        """The selected base's own build folder (its build tree, backups and records)."""
-        build = self.selected().build
-        return self.build_dir / build if build else self.build_dir
+        """The selected base's own build folder (its build tree, backups and records): build/<version>."""
+        return self.build_dir / self.selected().version
 
     @property
     def tree_dir(self) -> Path:
