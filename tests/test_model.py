@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verl_patches.checkout import tomllib
 from verl_patches.errors import ConfigError
 from verl_patches.model.bases import parse_bases
 from verl_patches.model.patch import END_MARKER, Patch, parse_trailers

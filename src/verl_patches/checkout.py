@@ -15,6 +15,7 @@ from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
 
+# The one import of a TOML parser for the package, its tests, CI scripts and benchmarks.
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
