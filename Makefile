@@ -6,14 +6,10 @@ TOOL := $(BIN)/verl-patches
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: all build tool apply check wheel table test test-tool test-series test-wheel lint prove bench clean distclean
-# The bases declared in upstream.toml ([base."<version>"] tables, else the version of its single [upstream]
-# table); `make BASES=0.9.0 ...` restricts every target.
+# The bases declared in upstream.toml ([base."<version>"] tables); `make BASES=0.9.0 ...` restricts every target.
 BASES ?= $(shell sed -n 's/^\[base\."\([^"]*\)"\][[:space:]]*\(#.*\)\{0,1\}$$/\1/p' upstream.toml)
 ifeq ($(strip $(BASES)),)
-BASES := $(shell sed -n '/^\[upstream\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' upstream.toml)
-endif
-ifeq ($(strip $(BASES)),)
-$(error BASES is empty: upstream.toml declares no [base."<version>"] table and no [upstream] table with a version)
+$(error BASES is empty: upstream.toml declares no [base."<version>"] table)
 endif
 PER_BASE := build apply check wheel table prove test-series test-wheel
 .PHONY: $(foreach t,$(PER_BASE),$(BASES:%=$(t)-%))

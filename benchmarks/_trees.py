@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import tomllib
+from verl_patches.checkout import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,10 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from verl_patches.checkout import tomllib  # the package's tomllib (tomli on Python 3.10)
 
 # verl's console logger prints `step:N - key:value - key:value` (values through pprint.pformat), possibly after a
 # Ray actor prefix such as `(TaskRunnerV1 pid=12) `; its trainer says `Total training steps: N` before step 1,

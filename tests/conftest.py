@@ -65,20 +65,29 @@ def sha256(path: Path) -> str:
 
 @dataclass
 class Checkout:
+    """A checkout with one base, [base."<version>"], whose queue is patches/ and whose tree is build/<version>/verl."""
+
     root: Path
     cache: Path
+    version: str = "1.0.0"
+
+    @property
+    def build(self) -> Path:
+        """The base's build folder: its tree, backups and records."""
+        return self.root / "build" / self.version
 
     @property
     def tree(self) -> Path:
-        return self.root / "build" / "verl"
+        return self.build / "verl"
 
     def cli(self, *argv: str) -> int:
         command, *rest = argv
         return cli_main([command, "-C", str(self.root), *rest])
 
     def pin(self, version: str, sha: str) -> None:
+        self.version = version
         (self.root / "upstream.toml").write_text(
-            f'[upstream]\nname = "verl"\nversion = "{version}"\nsource = "pypi-sdist"\nsha256 = "{sha}"\n',
+            f'[base."{version}"]\nname = "verl"\nqueue = "patches"\nsource = "pypi-sdist"\nsha256 = "{sha}"\n',
             encoding="utf-8",
         )
 
@@ -100,7 +109,7 @@ class Checkout:
         self.user_git("commit", "-q", "-F", "-", input=message)
 
     def patches(self) -> dict[str, bytes]:
-        return {p.name: p.read_bytes() for p in sorted((self.root / "patches").iterdir())}
+        return {p.name: p.read_bytes() for p in sorted((self.root / "patches").iterdir()) if p.is_file()}
 
 
 GOOD_MESSAGE = """[megatron] fix: build boolean masks in build_mask
@@ -289,8 +298,8 @@ def git_tree_id(folder: Path) -> str:
 
 def pin_archive(root: Path, version: str, tree: str) -> None:
     (root / "upstream.toml").write_text(
-        "[upstream]\n"
-        f'name = "verl"\nversion = "{version}"\nsource = "git-archive"\nrepository = "verl-project/verl"\n'
+        f'[base."{version}"]\n'
+        f'name = "verl"\nqueue = "patches"\nsource = "git-archive"\nrepository = "verl-project/verl"\n'
         f'tag = "v{version}"\ncommit = "{FAKE_COMMIT}"\ntree = "{tree}"\n',
         encoding="utf-8",
     )

@@ -149,7 +149,7 @@ def test_force_keeps_a_backup_of_the_work(checkout, capsys):
     files = checkout.user_git("show", "--name-only", "--format=", branches[-1])
     assert "verl/new_file.py" in files
     assert "build boolean masks" in checkout.user_git("log", "--format=%s", branches[-1])
-    assert list((checkout.root / "build/backups").glob("*/tree.bundle"))
+    assert list((checkout.build / "backups").glob("*/tree.bundle"))
     assert not (checkout.tree / "verl/new_file.py").exists()
 
 

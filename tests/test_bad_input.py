@@ -59,7 +59,7 @@ def test_a_damaged_backup_record_is_named_and_the_other_backups_still_listed(che
     assert checkout.cli("apply") == 0
     checkout.commit_in_tree("verl/a.py", "A = 1\n", message("[megatron] fix: kept in a backup"))
     assert checkout.cli("apply", "--force") == 0
-    (good,) = (checkout.root / "build" / "backups").iterdir()
+    (good,) = (checkout.build / "backups").iterdir()
     damaged = good.with_name("00000000-000000-1")
     damaged.mkdir()
     (damaged / "backup.json").write_text(record)

@@ -118,6 +118,21 @@ def test_declared_bases_parse_and_select():
         parse_bases({"base": {"1.0.0": {**archive, "queue": "../elsewhere"}}})
 
 
+@pytest.mark.parametrize("also_tables", [False, True], ids=["alone", "beside-base-tables"])
+def test_the_legacy_upstream_table_is_refused_with_how_to_write_it(checkout, capsys, also_tables):
+    legacy = '[upstream]\nname = "verl"\nversion = "1.0.0"\nsource = "pypi-sdist"\nsha256 = "' + "a" * 64 + '"\n'
+    tables = '\n[base."1.0.0"]\nname = "verl"\nqueue = "patches"\nsha256 = "' + "a" * 64 + '"\n'
+    (checkout.root / "upstream.toml").write_text(legacy + (tables if also_tables else ""))
+    assert checkout.cli("status") == 1
+    err = capsys.readouterr().err
+    assert "upstream.toml: the [upstream] table is no longer read" in err, err
+    assert 'rename [upstream] to [base."1.0.0"] and add queue = "patches"' in err, err
+    with pytest.raises(ConfigError, match=r'\[base\."<version>"\]'):
+        parse_bases({"upstream": {"name": "verl"}})
+    with pytest.raises(ConfigError, match=r"declares no base: add a table \[base"):
+        parse_bases({})
+
+
 def test_each_command_works_on_the_base_it_is_given(two_bases, capsys, monkeypatch):
     assert two_bases.cli("apply", "--base", "1.0.0") == 0
     assert two_bases.cli("apply") == 0  # the newest base

@@ -43,7 +43,7 @@ def test_check_reports_lint_and_staleness(checkout, capsys):
     (checkout.root / "patches" / "stray.patch").unlink()
     assert checkout.cli("check") == 1
     out = capsys.readouterr().out
-    assert "build/verl: up-to-date:" in out and "bad-subject.patch" in out
+    assert "build/1.0.0/verl: up-to-date:" in out and "bad-subject.patch" in out
 
 
 def test_check_reports_a_patch_that_does_not_apply(checkout, capsys):

@@ -64,7 +64,7 @@ def test_progress_goes_to_stderr_as_it_is_and_in_order_with_stdout(checkout, cap
     capsys.readouterr()
     assert checkout.cli("apply", "--force") == 0
     out, err = capsys.readouterr()
-    assert err.startswith("kept a backup of build/verl: ") and "kept a backup" not in out
+    assert err.startswith("kept a backup of build/1.0.0/verl: ") and "kept a backup" not in out
     (checkout.tree / "verl" / "scratch.py").write_text("X = 2\n")
     proc = subprocess.run(
         [sys.executable, "-m", "verl_patches", "apply", "--force", "-C", str(checkout.root)],
@@ -74,4 +74,4 @@ def test_progress_goes_to_stderr_as_it_is_and_in_order_with_stdout(checkout, cap
         check=True,
     )
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("kept a backup of build/verl: ") and lines[-1].startswith("applied 0 patch(es)")
+    assert lines[0].startswith("kept a backup of build/1.0.0/verl: ") and lines[-1].startswith("applied 0 patch(es)")

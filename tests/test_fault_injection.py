@@ -67,7 +67,7 @@ def markers_found(checkout: Checkout, markers: set[str]) -> set[str]:
 def bad_bundles(checkout: Checkout) -> list[str]:
     """Finished backups whose bundle git cannot read."""
     bad = []
-    for folder in sorted((checkout.root / "build/backups").glob("*")):
+    for folder in sorted((checkout.build / "backups").glob("*")):
         bundle = folder / "tree.bundle"
         if (folder / "backup.json").exists() and bundle.exists():
             proc = subprocess.run(["git", "bundle", "list-heads", str(bundle)], capture_output=True)
@@ -159,7 +159,7 @@ def test_interrupted_commands_recover_and_lose_no_work(checkout, fault_figures):
     )
     fault_figures.append(
         f"recovered: {recovered} of {attempts} (re-run succeeded, status clean); work lost: {lost_total} of "
-        f"{len(markers)} markers; backups: {len(list((checkout.root / 'build/backups').glob('*/backup.json')))}"
+        f"{len(markers)} markers; backups: {len(list((checkout.build / 'backups').glob('*/backup.json')))}"
     )
     assert not failures, "\n".join(failures)
     assert lost_total == 0

@@ -141,21 +141,27 @@ def test_rebase_classifies_and_carries_tests_of_fixes_made_upstream(lifecycle, t
     assert "fixed upstream: carried as tests only" in rows["[megatron] fix: clamp negative values"]
     assert "applies cleanly" in rows["[misc] feat: add notes"]
     assert "already upstream" in rows["[misc] feat: add extra"]
-    assert 'version = "1.1.0"' in (lifecycle.root / "upstream.toml").read_text()
-    names = [n for n in lifecycle.patches() if n != "series"]
+    assert '[base."1.1.0"]\nname = "verl"\nqueue = "patches/1.1.0"' in (lifecycle.root / "upstream.toml").read_text()
+    written = lifecycle.root / "patches" / "1.1.0"
+    names = sorted(p.name for p in written.glob("*.patch"))
     assert names == ["megatron-test-clamp-negative-values.patch", "misc-feat-add-notes.patch"]
-    carried = (lifecycle.root / "patches" / names[0]).read_text()
+    carried = (written / names[0]).read_text()
     trailers = carried.split("which pass on that release and guard the fix.\n\n", 1)[1].split("\n---\n", 1)[0]
     assert trailers.splitlines()[:3] == [
         "Forwarded: no", "Bug: https://github.com/verl-project/verl/issues/1", "Applied-Upstream: 1.1.0"
     ]  # fmt: skip
     assert "verl/models/clamp.py" not in carried and "tests/models/test_clamp_on_cpu.py" in carried
-    # The rewritten series is a valid, applying series on the new base.
+    # The rewritten series is a valid, applying series on the new base; the one finding is the patch 1.1.0 has,
+    # which the older queue's patch does not say yet (an Applied-Upstream trailer would).
     assert lifecycle.cli("apply", "--force") == 0
-    assert lifecycle.cli("check") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("check") == 1
+    out = capsys.readouterr().out
+    assert "check: 1 finding(s) in a series of 2 patch(es)" in out, out
+    assert "\n1.0.0:misc-feat-add-extra.patch: drift: has no counterpart in 1.1.0 -> " in out, out
 
 
-def test_rebase_write_refuses_unresolved_conflicts(lifecycle, tmp_path, capsys):
+def test_rebase_write_lists_unresolved_conflicts_for_a_hand_port(lifecycle, tmp_path, capsys):
     add_clamp_fix(lifecycle)
     assert lifecycle.cli("export") == 0
     # 1.1.0 changed clamp incompatibly and did not fix the bug: the patch's tests fail there.
@@ -166,9 +172,12 @@ def test_rebase_write_refuses_unresolved_conflicts(lifecycle, tmp_path, capsys):
     assert lifecycle.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write") == 1
     captured = capsys.readouterr()
     assert "conflict" in captured.out and "fail (1 failed" in captured.out and "test_clamp" in captured.out
-    assert "--write refused" in captured.err
-    assert lifecycle.patches() == before
-    assert 'version = "1.0.0"' in (lifecycle.root / "upstream.toml").read_text()
+    assert "1 patch(es) of patches need a hand port onto 1.1.0: listed in patches/1.1.0/to-port" in captured.out
+    assert lifecycle.patches() == before  # the old queue as it was
+    written = lifecycle.root / "patches" / "1.1.0"
+    assert not list(written.glob("*.patch"))  # the conflicting patch is not carried
+    to_port = (written / "to-port").read_text()
+    assert "megatron-fix-clamp-negative-values.patch" in to_port and "test_clamp" in to_port
 
 
 def test_range_diff_between_two_refs(lifecycle, capsys):

@@ -61,7 +61,6 @@ BACKPORT = "[megatron] fix: x (backport of verl#7372)"
         ("[megatron] fix: x", "Forwarded: Pending\n", "forwarded"),
         ("[megatron] fix: x", "Forwarded: no\nForwarded: no\n", "forwarded"),
         ("[megatron] fix: x", "Forwarded: https://github.com/verl-project/verl/issues/3\n", "forwarded"),
-        ("[megatron] fix: x", "Forwarded: no\nUpstream-Status: Pending\n", "upstream-status"),
         (BACKPORT, "Forwarded: not-needed\n", "origin"),  # the subject says backport, no Origin
         (BACKPORT, f"Forwarded: not-needed\nOrigin: backport, {PR[:-4]}7702\n", "origin"),  # another PR
         (BACKPORT, f"Forwarded: no\nOrigin: backport, {PR}\n", "origin"),  # a backport is not forwarded
@@ -90,12 +89,6 @@ def test_upstream_trailers_fail(subject, trailers, rule):
 )
 def test_upstream_trailers_pass(subject, trailers):
     assert rules(subject=subject, body=f"{BODY_TEXT}{trailers}") == set()
-
-
-def test_the_retired_trailer_says_what_replaces_it():
-    patch = Patch.parse("p.patch", mbox(body=f"{BODY}Upstream-Status: Backport x/y#1\n", files=BOTH_TESTS))
-    (finding,) = lint_patch(patch)
-    assert "Origin: backport, <PR URL>" in finding.todo and "Forwarded: not-needed" in finding.todo
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The Makefile reads the bases from upstream.toml: [base."<version>"] tables, or the single [upstream] table."""
+"""The Makefile reads the bases from upstream.toml: [base."<version>"] tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 MAKEFILE = Path(__file__).resolve().parent.parent / "Makefile"
 TABLES = '[base."1.0.0"]\nqueue = "patches/1.0.0"\n\n[base."1.1.0"]\nqueue = "patches/1.1.0"\n'
-SINGLE = '[upstream]\nname = "verl"\nversion = "1.0.0"\nsource = "pypi-sdist"\n\n[other]\nversion = "9"\n'
+SINGLE = '[base."1.0.0"]  # the only one\nname = "verl"\nqueue = "patches"\n\n[other]\nversion = "9"\n'
+LEGACY = '[upstream]\nname = "verl"\nversion = "1.0.0"\nsource = "pypi-sdist"\n'
 
 
 def dry_run(tmp_path: Path, upstream: str, *targets: str) -> subprocess.CompletedProcess:
@@ -32,7 +33,8 @@ def test_make_runs_each_declared_base(tmp_path, upstream, bases):
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_without_a_base_says_what_upstream_toml_lacks(tmp_path):
-    proc = dry_run(tmp_path, '[other]\nversion = "1.0.0"\n', "apply")
+@pytest.mark.parametrize("upstream", ['[other]\nversion = "1.0.0"\n', LEGACY], ids=["other", "legacy-upstream"])
+def test_make_without_a_base_says_what_upstream_toml_lacks(tmp_path, upstream):
+    proc = dry_run(tmp_path, upstream, "apply")
     assert proc.returncode != 0
-    assert 'declares no [base."<version>"] table and no [upstream] table with a version' in proc.stderr
+    assert 'declares no [base."<version>"] table' in proc.stderr

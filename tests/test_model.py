@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import pytest
-
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verl_patches.checkout import tomllib
 from verl_patches.errors import ConfigError
+from verl_patches.model.bases import parse_bases
 from verl_patches.model.patch import END_MARKER, Patch, parse_trailers
 from verl_patches.model.series import Series, slug, unique_names
 from verl_patches.model.trailers import AppliedUpstream, Forwarded, GitHubRef, Origin
 from verl_patches.model.upstream import Upstream, local_version
+from verl_patches.queue import new_queue
 
 DEFAULT_BODY = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\n"
 IDENT = "verl-patches <verl-patches@users.noreply.github.com>"
@@ -214,22 +212,26 @@ def test_patch_reads_its_upstream_trailers():
     assert patch.message_without_trailers == "Problem: p.\n\nFix: f.\n\nTests: t."
 
 
-def test_upstream_from_mapping_validates():
+def upstream_of(table: dict) -> Upstream:
+    return Upstream.from_table(table, "upstream.toml", '[base."0.9.0"]')
+
+
+def test_upstream_from_table_validates():
     sdist = {"name": "verl", "version": "0.9.0", "source": "pypi-sdist"}
-    upstream = Upstream.from_mapping({"upstream": {**sdist, "sha256": "A" * 64}})
+    upstream = upstream_of({**sdist, "sha256": "A" * 64})
     assert upstream.sha256 == "a" * 64 and upstream.tag == "upstream/0.9.0"
     assert upstream.sdist_filename == "verl-0.9.0.tar.gz" and not upstream.is_archive
     with pytest.raises(ConfigError, match="sha256"):
-        Upstream.from_mapping({"upstream": {**sdist, "sha256": "abc"}})
+        upstream_of({**sdist, "sha256": "abc"})
     with pytest.raises(ConfigError, match="PEP 440"):
-        Upstream.from_mapping({"upstream": {**sdist, "version": "nine", "sha256": "a" * 64}})
+        upstream_of({**sdist, "version": "nine", "sha256": "a" * 64})
     with pytest.raises(ConfigError, match="version"):
-        Upstream.from_mapping({"upstream": {"name": "verl", "source": "pypi-sdist", "sha256": "a" * 64}})
+        upstream_of({"name": "verl", "source": "pypi-sdist", "sha256": "a" * 64})
     kinds = "git-archive, pypi-sdist, sdist-over-archive"
     with pytest.raises(ConfigError, match=f"source must be one of {kinds}, not 'wheel'"):
-        Upstream.from_mapping({"upstream": {**sdist, "source": "wheel", "sha256": "a" * 64}})
+        upstream_of({**sdist, "source": "wheel", "sha256": "a" * 64})
     # Pins written before source kinds existed (older refs, e.g. for range-diff) are sdists.
-    older = Upstream.from_mapping({"upstream": {"name": "verl", "version": "0.9.0", "sha256": "a" * 64}})
+    older = upstream_of({"name": "verl", "version": "0.9.0", "sha256": "a" * 64})
     assert older == upstream.__class__(name="verl", version="0.9.0", sha256="a" * 64, source="pypi-sdist")
 
 
@@ -245,11 +247,12 @@ ARCHIVE = {
 
 
 def test_archive_upstream_round_trips_and_names_github():
-    upstream = Upstream.from_mapping({"upstream": ARCHIVE})
+    upstream = upstream_of(ARCHIVE)
     assert upstream.is_archive and upstream.tree == ARCHIVE["tree"]
     assert upstream.archive_filename == "verl-0.9.0.tar.gz"
     assert upstream.archive_url == "https://github.com/verl-project/verl/archive/refs/tags/v0.9.0.tar.gz"
-    assert Upstream.from_mapping(tomllib.loads(upstream.to_toml())) == upstream
+    (base,) = parse_bases(tomllib.loads(new_queue.table(upstream, "patches/0.9.0")))
+    assert base.upstream == upstream and base.queue == "patches/0.9.0"
 
 
 @pytest.mark.parametrize(
@@ -263,7 +266,7 @@ def test_archive_upstream_round_trips_and_names_github():
 def test_archive_upstream_needs_a_tree_pin(change, message):
     table = {k: v for k, v in {**ARCHIVE, **change}.items() if v is not None}
     with pytest.raises(ConfigError, match=message):
-        Upstream.from_mapping({"upstream": table})
+        upstream_of(table)
 
 
 def test_local_version_is_pep440():

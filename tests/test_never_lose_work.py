@@ -87,7 +87,7 @@ def test_force_during_rebase_keeps_the_amended_commit_and_uncommitted_edits(chec
     assert checkout.user_git("show", f"{branch}:verl/__init__.py") == "changed = 1\n"
     assert "AMENDED = True" in checkout.user_git("show", f"{branch}:verl/models/util.py")
     # The rebase's todo list is kept with the backup, and the branch before the rebase is a parent.
-    folder = checkout.root / "build/backups" / branch.split("/", 1)[1]
+    folder = checkout.build / "backups" / branch.split("/", 1)[1]
     assert (folder / "git-state/rebase-merge/git-rebase-todo").exists()
     assert "step 3" in checkout.user_git("log", "--format=%s", f"{branch}^2")
     # The tree is rebuilt from patches/ and no operation is left in progress.
@@ -112,11 +112,11 @@ def test_patches_changed_since_apply_is_stale_not_work_and_export_refuses(checko
     out = capsys.readouterr().out
     assert "changed since" in out and "holds work" not in out
     assert checkout.cli("export") == 1
-    assert "patches/ changed since build/verl was built" in capsys.readouterr().err
+    assert "patches/ changed since build/1.0.0/verl was built" in capsys.readouterr().err
     assert path.read_bytes() == pulled
     assert checkout.cli("check") == 1
     out = capsys.readouterr().out
-    assert "changed since build/verl was built" in out and "run `verl-patches export`" not in out
+    assert "changed since build/1.0.0/verl was built" in out and "run `verl-patches export`" not in out
     assert checkout.cli("wheel") == 1
     assert checkout.cli("apply") == 0
     assert "(pulled)" in checkout.user_git("log", "--format=%B")
@@ -137,7 +137,7 @@ def test_both_sides_changed_is_reported_and_neither_side_is_overwritten(checkout
     assert "tree work" in checkout.user_git("log", "-1", "--format=%s")
     # Explicitly: export --force keeps patches/ in a backup before overwriting it.
     assert checkout.cli("export", "--force") == 0
-    kept = [p for p in (checkout.root / "build/backups").iterdir() if (p / "patches" / names[0]).exists()]
+    kept = [p for p in (checkout.build / "backups").iterdir() if (p / "patches" / names[0]).exists()]
     assert any((p / "patches" / names[0]).read_bytes() == pulled for p in kept)
 
 
@@ -198,7 +198,7 @@ def test_two_backups_in_one_second_get_distinct_names(checkout, monkeypatch, cap
     assert len(branches) == 2
     subjects = {checkout.user_git("log", "-1", "--format=%s", f"{b}^1").strip() for b in branches}
     assert subjects == {"[megatron] fix: first work", "[megatron] fix: second work"}
-    bundles = sorted((checkout.root / "build/backups").glob("*/tree.bundle"))
+    bundles = sorted((checkout.build / "backups").glob("*/tree.bundle"))
     assert len(bundles) == 2
     capsys.readouterr()
     assert checkout.cli("backups") == 0
@@ -211,7 +211,7 @@ def test_a_backup_restores_with_the_listed_commands(checkout, capsys):
     checkout.commit_in_tree("verl/a.py", "A = 1\n", message("[megatron] fix: keep me"))
     (checkout.tree / "verl/untracked.txt").write_text("draft\n")
     assert checkout.cli("apply", "--force") == 0
-    shutil.rmtree(checkout.root / "build/verl")  # even the tree is gone: the bundle has it all
+    shutil.rmtree(checkout.tree)  # even the tree is gone: the bundle has it all
     assert checkout.cli("apply") == 0
     capsys.readouterr()
     assert checkout.cli("backups") == 0

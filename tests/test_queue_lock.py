@@ -14,7 +14,7 @@ from conftest import message
 def test_an_export_from_another_build_folder_waits_for_the_queue_lock(checkout, monkeypatch):
     monkeypatch.setenv("VERL_PATCHES_BUILD_DIR", "build-b")
     assert checkout.cli("apply") == 0
-    tree_b = checkout.root / "build-b" / "verl"
+    tree_b = checkout.root / "build-b" / checkout.version / "verl"
     (tree_b / "verl" / "b.py").write_text("B = 1\n")
     subprocess.run(["git", "-C", str(tree_b), "add", "verl/b.py"], check=True)
     subprocess.run(["git", "-C", str(tree_b), "commit", "-q", "-m", message("[megatron] fix: b")], check=True)

@@ -55,12 +55,17 @@ def test_rebase_overlays_the_sdist_and_reports_what_was_carried(on_archive, tmp_
     assert "PKG-INFO" not in git("ls-tree", "--name-only", base)
 
 
-def test_rebase_write_from_an_archive_base_is_refused(on_archive, tmp_path, capsys):
+def test_rebase_write_from_an_archive_base_declares_the_sdist_over_that_archive(on_archive, tmp_path, capsys):
     commit_files(on_archive, {"examples/run.sh": "#!/bin/sh\necho run twice\n"}, message("[misc] feat: run twice"))
     assert on_archive.cli("export") == 0
     before = (on_archive.root / "upstream.toml").read_text()
     new = make_sdist(tmp_path / "new", "1.1.0")
     (on_archive.cache / new.name).write_bytes(new.read_bytes())
-    assert on_archive.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write") == 1
-    assert "no source kind yet for an sdist overlaid on a tag archive" in capsys.readouterr().err
-    assert (on_archive.root / "upstream.toml").read_text() == before
+    assert on_archive.cli("rebase", "--onto", "1.1.0", "--sha256", sha256(new), "--write") == 0
+    declared = (on_archive.root / "upstream.toml").read_text()
+    assert declared.startswith(before)
+    added = declared[len(before) :]
+    assert '[base."1.1.0"]' in added and 'source = "sdist-over-archive"' in added and 'over = "1.0.0"' in added
+    assert f'sha256 = "{sha256(new)}"' in added
+    (written,) = (on_archive.root / "patches" / "1.1.0").glob("*.patch")
+    assert "echo run twice" in written.read_text()

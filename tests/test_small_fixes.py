@@ -66,7 +66,7 @@ def test_relative_build_dir_is_relative_to_the_checkout(checkout, tmp_path, monk
     monkeypatch.chdir(elsewhere)
     monkeypatch.setenv("VERL_PATCHES_BUILD_DIR", "out/build")
     assert checkout.cli("apply") == 0
-    assert (checkout.root / "out/build/verl/.git").is_dir()
+    assert (checkout.root / "out/build/1.0.0/verl/.git").is_dir()
     assert not (elsewhere / "out").exists()
 
 

@@ -88,7 +88,7 @@ def test_a_harmless_series_passes_and_the_base_run_is_cached_apart_from_the_cpu_
     rc, out = run_guard(gpu_suite, capsys)
     assert rc == 0, out
     assert "upstream GPU suite: 0 regression(s)" in out
-    build = gpu_suite.root / "build"
+    build = gpu_suite.build
     assert (build / "upstream-gpu-suite-base.json").is_file() and not (build / "upstream-suite-base.json").exists()
     rc, out = run_guard(gpu_suite, capsys)
     assert rc == 0 and "verl's GPU unit tests on the base (upstream/1.0.0): outcomes from" in out

@@ -41,7 +41,7 @@ def chmod_tree(folder, writable: bool) -> None:
 # -- read-only build/ and .git ------------------------------------------------------------------------------------
 @needs_permissions
 @pytest.mark.attack
-@pytest.mark.parametrize("folder", ["build", "build/verl/.git"])
+@pytest.mark.parametrize("folder", ["build", "build/1.0.0/verl/.git"])
 def test_read_only_folders_give_an_error_that_says_what_to_do(checkout, folder):
     with_work(checkout)
     chmod_tree(checkout.root / folder, writable=False)
@@ -84,15 +84,15 @@ def test_a_full_disk_during_a_backup_discards_nothing(checkout, capsys, monkeypa
     with_work(checkout)
     (checkout.root / "patches/series").write_text((checkout.root / "patches/series").read_text() + "# pulled\n")
     before, head = checkout.patches(), checkout.user_git("rev-parse", "HEAD")
-    kept = sorted((checkout.root / "build/backups").iterdir())
-    full = OSError(errno.ENOSPC, "No space left on device", str(checkout.root / "build/backups"))
+    kept = sorted((checkout.build / "backups").iterdir())
+    full = OSError(errno.ENOSPC, "No space left on device", str(checkout.build / "backups"))
     monkeypatch.setattr(backups, "_finish", lambda *a: (_ for _ in ()).throw(full))
     capsys.readouterr()
     assert checkout.cli(*command) == 1
     err = capsys.readouterr().err
     assert "No space left on device" in err and "Free some space" in err and "Traceback" not in err
     assert checkout.patches() == before and checkout.user_git("rev-parse", "HEAD") == head
-    assert sorted((checkout.root / "build/backups").iterdir()) == kept  # the unfinished one is gone
+    assert sorted((checkout.build / "backups").iterdir()) == kept  # the unfinished one is gone
     assert checkout.user_git("branch", "--list", "backup/*") == ""
 
 

@@ -15,6 +15,7 @@ from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
 
+# The one import of a TOML parser for the package, its tests, CI scripts and benchmarks.
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
@@ -51,6 +52,9 @@ class Project:
     base: str | None = None  # the declared base to work on (default: $VERL_PATCHES_BASE, else the newest)
     # upstream.toml's bases as `loaded()` read them once for the command; None: read on each call.
     declared: tuple[Base, ...] | None = field(default=None, compare=False, repr=False)
+    # The patch files `loaded()`'s copies parsed, by name and content: each is parsed once in a command, however
+    # often it is read (a file written meanwhile is parsed again); None: parsed on each read.
+    parsed: dict[tuple[str, bytes], Patch] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def find(cls, start: str | os.PathLike | None = None) -> Project:
@@ -64,8 +68,8 @@ class Project:
 
     def loaded(self) -> Project:
         """This checkout with upstream.toml read now, once: the copies made from it (for_base,
-        dataclasses.replace) keep what was read."""
-        return dataclasses.replace(self, declared=tuple(self.read_bases()))
+        dataclasses.replace) keep what was read, and share the patch files parsed since."""
+        return dataclasses.replace(self, declared=tuple(self.read_bases()), parsed={})
 
     def bases(self) -> list[Base]:
         """Every base upstream.toml declares, oldest first."""
@@ -113,9 +117,8 @@ class Project:
 
     @property
     def base_build_dir(self) -> Path:
-        """The selected base's own build folder (its build tree, backups and records)."""
-        build = self.selected().build
-        return self.build_dir / build if build else self.build_dir
+        """The selected base's own build folder (its build tree, backups and records): build/<version>."""
+        return self.build_dir / self.selected().version
 
     @property
     def tree_dir(self) -> Path:
@@ -176,6 +179,16 @@ class Project:
     def patch_path(self, name: str) -> Path:
         return self.patches_dir / name
 
+    def parse_patch(self, name: str, data: bytes | None = None) -> Patch:
+        """The queue's patch file name (data: its bytes, already read), parsed once per command (see `parsed`)."""
+        data = self.patch_path(name).read_bytes() if data is None else data
+        if self.parsed is None:
+            return Patch.parse(name, data)
+        key = (name, data)
+        if key not in self.parsed:
+            self.parsed[key] = Patch.parse(name, data)
+        return self.parsed[key]
+
     def load_patches(self, series: Series | None = None) -> list[Patch]:
         """Parse every patch the series lists; a listed file that is missing is an error."""
         series = series or self.load_series()
@@ -189,7 +202,7 @@ class Project:
                 raise ConfigError(f"{self.queue}/series lists {name}, but {self.queue}/{name} is a folder, not a patch")
             if not path.is_file():
                 raise ConfigError(f"{self.queue}/series lists {name}, but {self.queue}/{name} does not exist")
-            patches.append(Patch.parse(name, path.read_bytes()))
+            patches.append(self.parse_patch(name))
         return patches
 
     def patch_files_on_disk(self) -> list[str]:

@@ -100,28 +100,16 @@ class PinMismatchError(VerlPatchesError):
             "delete it and run again to download it afresh; if the pin is wrong, fix upstream.toml."
         )
 
+    @classmethod
+    def sha256(cls, path: str, expected: str, actual: str) -> PinMismatchError:
+        """The downloaded sdist does not have the pinned sha256."""
+        return cls(f"sha256 mismatch for {path}", "downloaded", "Nothing was unpacked.", expected, actual)
 
-class HashMismatchError(PinMismatchError):
-    """The downloaded sdist does not have the pinned sha256."""
-
-    def __init__(self, path: str, expected: str, actual: str):
-        super().__init__(f"sha256 mismatch for {path}", "downloaded", "Nothing was unpacked.", expected, actual)
-
-
-class TreeMismatchError(PinMismatchError):
-    """The files of a downloaded archive do not have the pinned git tree id."""
-
-    def __init__(self, path: str, expected: str, actual: str):
+    @classmethod
+    def tree(cls, path: str, expected: str, actual: str) -> PinMismatchError:
+        """The files of a downloaded archive do not have the pinned git tree id."""
         headline = f"content mismatch for {path}: the git tree id of its files is not the pinned one"
-        super().__init__(headline, "this file", "Nothing was imported.", expected, actual)
-
-
-class UnexportedWorkError(VerlPatchesError):
-    """The build tree holds work that patches/ does not have."""
-
-
-class NotARepositoryError(VerlPatchesError):
-    """The build tree's folder holds files but is not a git repository."""
+        return cls(headline, "this file", "Nothing was imported.", expected, actual)
 
 
 class PatchApplyError(VerlPatchesError):

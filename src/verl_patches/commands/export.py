@@ -6,7 +6,7 @@ import argparse
 
 from verl_patches.checkout import Project
 from verl_patches.cli import Command
-from verl_patches.errors import UnexportedWorkError, VerlPatchesError
+from verl_patches.errors import VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.queue import backups, record
 from verl_patches.queue.sync import assess, planned_changes, write_export
@@ -38,13 +38,13 @@ def run(project: Project, args: argparse.Namespace) -> int:
     state = assess(project, tree)
     if state.in_progress or state.dirty:
         listing = "\n".join(f"  {line}" for line in [*state.in_progress, *state.dirty][:20])
-        raise UnexportedWorkError(
+        raise VerlPatchesError(
             f"refusing to export: {tree.path} has uncommitted changes or an operation in progress:\n{listing}\n"
             "Commit (or amend) them in the build tree first, or discard them with git there."
         )
     rec = state.record
     if rec and rec.state in (record.APPLYING, record.FAILED) and not (args.force and rec.state == record.FAILED):
-        raise UnexportedWorkError(
+        raise VerlPatchesError(
             f"refusing to export: {project.tree_name} does not hold the whole series, so an export would remove the "
             f"patches it lacks from {project.queue}/:\n"
             + "\n".join(f"  - {item}" for item in state.incomplete)
@@ -56,10 +56,10 @@ def run(project: Project, args: argparse.Namespace) -> int:
             )
         )
     if state.behind:
-        raise UnexportedWorkError(f"refusing to export: {state.behind}")
+        raise VerlPatchesError(f"refusing to export: {state.behind}")
     if state.stale and not args.force:
         detail = "\n".join(f"  - {item}" for item in [*state.stale, *state.work])
-        raise UnexportedWorkError(
+        raise VerlPatchesError(
             f"refusing to export: {project.queue}/ changed since {project.tree_name} was built, and an export would "
             "overwrite "
             f"those changes with the tree's older series:\n{detail}\n"

@@ -31,7 +31,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--write",
         action="store_true",
         help="create the new base's queue (patches/VERSION, its upstream.toml table and a to-port list of the "
-        "conflicts); with a single [upstream] table: update upstream.toml and patches/ when nothing is unresolved",
+        "conflicts)",
     )
     p.add_argument(
         "--force", action="store_true", help="with --write: replace a queue folder that holds other content (backed up)"

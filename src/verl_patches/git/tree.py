@@ -13,10 +13,8 @@ from pathlib import Path
 from verl_patches.errors import (
     ConfigError,
     GitError,
-    NotARepositoryError,
     PatchApplyError,
-    TreeMismatchError,
-    UnexportedWorkError,
+    PinMismatchError,
     VerlPatchesError,
 )
 from verl_patches.git import scratch
@@ -94,7 +92,7 @@ class BuildTree:
                 self._readable = True
             return True
         if self.path.is_dir() and any(self.path.iterdir()):
-            raise NotARepositoryError(
+            raise VerlPatchesError(
                 f"{self.path} is not a git repository (it has no .git) but holds files: nothing was changed. "
                 f"It may hold work: move it away (`mv {shlex.quote(str(self.path))} "
                 f"{shlex.quote(str(self.path) + '.moved')}`) and run `verl-patches apply` to build the tree afresh"
@@ -178,7 +176,7 @@ class BuildTree:
         """Raise when branch exists at a commit the tool did not leave there (a user's commits on it)."""
         tip = self.git.rev(f"refs/heads/{branch}") if self.exists() else None
         if tip and tip != self.git.rev(KEPT_REFS + branch):
-            raise UnexportedWorkError(
+            raise VerlPatchesError(
                 f"refusing to rewrite branch {branch} of {self.path}: it is at {tip[:12]}, not where verl-patches "
                 f"left it (commits made there, a branch of your own, or one an older verl-patches left without a "
                 f"record). Nothing was changed. Keep them under "
@@ -231,7 +229,7 @@ class BuildTree:
         self, upstream: Upstream, source: Path, parent: str | None = None, tag: bool = True, checkout: bool = True
     ) -> str:
         """Commit the files of the source tarball as they are (tagged upstream/<version>) and check out the commit
-        (when checkout). A tag archive must give the pinned tree id; otherwise TreeMismatchError, and the work tree
+        (when checkout). A tag archive must give the pinned tree id; otherwise PinMismatchError, and the work tree
         is untouched."""
         what = " ".join(filter(None, [upstream.name, upstream.version]))
         if upstream.is_archive:
@@ -247,7 +245,7 @@ class BuildTree:
         content = read_regular(source) if upstream.is_archive else read_verified(source, upstream.sha256)
         tree, _ = self._tree_of(content, label=str(source))
         if upstream.is_archive and tree != upstream.tree:
-            raise TreeMismatchError(str(source), upstream.tree, tree)
+            raise PinMismatchError.tree(str(source), upstream.tree, tree)
         return self._commit_import(tree, message, content, parent, upstream.tag if tag else None, checkout)
 
     def tree_id(self, source: Path) -> str:
@@ -258,7 +256,7 @@ class BuildTree:
         self, upstream: Upstream, sdist: Path, base: str, tag: bool = True, checkout: bool = True
     ) -> str:
         """Import an sdist-over-archive base: the sdist's files over base (the import of upstream.over), as a
-        commit on top of base; its tree must be the pinned one (else TreeMismatchError, work tree untouched)."""
+        commit on top of base; its tree must be the pinned one (else PinMismatchError, work tree untouched)."""
         content = read_verified(sdist, upstream.sha256)
         tree, shipped = self._tree_of(content, over=base, label=str(sdist))
         dropped = [path for path in shipped if self._sdist_metadata(path, base)]
@@ -266,7 +264,7 @@ class BuildTree:
             tree, _ = self._tree_of(content, over=base, leave_out=set(dropped), label=str(sdist))
         over = upstream.over.tag if upstream.over else base[:12]
         if tree != upstream.tree:
-            raise TreeMismatchError(f"{sdist} laid over {over}", upstream.tree, tree)
+            raise PinMismatchError.tree(f"{sdist} laid over {over}", upstream.tree, tree)
         message = (
             f"Import {upstream.name} {upstream.version} from its PyPI sdist over {over}\n\n"
             f"Upstream-Version: {upstream.version}\n{SHA_TRAILER}: {upstream.sha256}\n"

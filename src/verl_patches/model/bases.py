@@ -1,7 +1,6 @@
 """The bases declared in upstream.toml: one verl release each, with the queue (folder of patches) kept for it.
 
-Two shapes: tables `[base."<version>"]`, each naming its `queue` folder (one queue per supported release), or
-the single `[upstream]` table of a checkout with one base, whose queue is `patches/`.
+One table `[base."<version>"]` per release, each naming its `queue` folder (one queue per supported release).
 """
 
 from __future__ import annotations
@@ -14,14 +13,11 @@ from packaging.version import InvalidVersion, Version
 from verl_patches.errors import ConfigError
 from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
 
-LEGACY_QUEUE = "patches"
-
 
 @dataclass(frozen=True)
 class Base:
     upstream: Upstream
     queue: str  # the queue folder, relative to the checkout
-    build: str  # the folder of its build tree, records and backups, relative to the build folder ("" for one base)
 
     @property
     def version(self) -> str:
@@ -31,10 +27,20 @@ class Base:
 def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
     """Every declared base, oldest first."""
     tables = data.get("base")
-    if tables is None:
-        return [Base(Upstream.from_mapping(data, source), LEGACY_QUEUE, "")]
     if "upstream" in data:
-        raise ConfigError(f'{source}: declare the bases either as [base."<version>"] tables or as [upstream]')
+        legacy = data["upstream"]
+        version = legacy.get("version") if isinstance(legacy, dict) else None
+        version = version if isinstance(version, str) and version else "<version>"
+        raise ConfigError(
+            f"{source}: the [upstream] table is no longer read: declare each base as a table "
+            f'[base."<version>"] naming its queue folder; here, rename [upstream] to [base."{version}"] and add '
+            'queue = "patches" (the folder of its series and patches)'
+        )
+    if tables is None:
+        raise ConfigError(
+            f'{source} declares no base: add a table [base."<version>"] with the release\'s name, source and pin, '
+            'and queue = "patches/<version>", its folder of patches'
+        )
     if not isinstance(tables, dict) or not tables or not all(isinstance(t, dict) for t in tables.values()):
         raise ConfigError(f'{source}: [base] must hold one table per release, e.g. [base."0.9.0"]')
     for version in tables:
@@ -70,7 +76,7 @@ def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
         if PurePosixPath(queue).is_absolute() or ".." in parts:
             raise ConfigError(f"{source}: {label} queue {queue!r} must be a folder inside the checkout")
         by_version[version] = upstream
-        bases.append(Base(upstream, queue, version))
+        bases.append(Base(upstream, queue))
     queues = [b.queue for b in bases]
     twice = sorted({q for q in queues if queues.count(q) > 1})
     if twice:

@@ -17,8 +17,6 @@ from verl_patches.model.trailers import (
     HOME,
     NOT_NEEDED,
     ORIGIN,
-    RETIRED,
-    RETIRED_HELP,
     AppliedUpstream,
     GitHubRef,
     forwarded_help,
@@ -182,20 +180,6 @@ def check_bug(patch: Patch) -> list[Finding]:
     ]
 
 
-def check_retired_status(patch: Patch) -> list[Finding]:
-    if not patch.trailer_values(RETIRED):
-        return []
-    return [
-        Finding(
-            patch.name,
-            "upstream-status",
-            f"the {RETIRED} trailer is retired: the DEP-3 trailers {FORWARDED}, {ORIGIN} and {APPLIED_UPSTREAM} "
-            "replace it",
-            f"remove it and write instead: {RETIRED_HELP}",
-        )
-    ]
-
-
 # The test files a fix to verl/ needs, by the suffix of their names.
 TEST_KINDS = (("_on_cpu.py", "CPU unit test"), ("_on_gpu.py", "GPU regression test"))
 
@@ -312,7 +296,6 @@ PATCH_RULES = (
     check_origin,
     check_applied_upstream,
     check_bug,
-    check_retired_status,
     check_tests,
     check_test_size,
     check_exemption,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.patch import Patch
-from verl_patches.model.trailers import APPLIED_UPSTREAM, BUG, EXEMPT_TRAILER, FORWARDED, ORIGIN, RETIRED
+from verl_patches.model.trailers import APPLIED_UPSTREAM, BUG, EXEMPT_TRAILER, FORWARDED, ORIGIN
 
 # Which template section each labelled paragraph of a patch message fills.
 WHAT = "What does this PR do?"
@@ -17,7 +17,7 @@ _LABELS = {"Problem:": WHAT, "Fix:": DESIGN, "Tests:": TEST}
 _HEADING = re.compile(r"^(#{2,4}) +(.+?) *$")
 _LIST_ITEM = re.compile(r"^(?:[-*+] |\d+[.)] |\s)")
 # This project's trailers mean nothing upstream: a line that starts with one never reaches a PR body.
-PROJECT_TRAILERS = (FORWARDED, ORIGIN, APPLIED_UPSTREAM, EXEMPT_TRAILER, BASE_SPECIFIC, BUG, RETIRED)
+PROJECT_TRAILERS = (FORWARDED, ORIGIN, APPLIED_UPSTREAM, EXEMPT_TRAILER, BASE_SPECIFIC, BUG)
 _PROJECT_LINE = re.compile(rf"^(?:{'|'.join(map(re.escape, PROJECT_TRAILERS))}):", re.I)
 # Asides about this project's `prove` command, e.g. "(prove records each)".
 _PROVE_ASIDE = re.compile(r"\s*\((?:[^()]*\s)?prove records\b[^()]*\)")

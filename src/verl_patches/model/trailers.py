@@ -22,7 +22,6 @@ APPLIED_UPSTREAM = "Applied-Upstream"
 BUG = "Bug"
 HARDWARE_RUN = "Hardware-Run"
 EXEMPT_TRAILER = "Prove-Exempt"
-RETIRED = "Upstream-Status"  # the project's former vocabulary
 
 NOT_FORWARDED = "no"
 NOT_NEEDED = "not-needed"
@@ -131,10 +130,3 @@ def forwarded_help() -> str:
         f"upstream: a backport, a change for this project only) or '{FORWARDED}: "
         f"https://github.com/{HOME}/pull/N' (sent as that pull request)"
     )
-
-
-RETIRED_HELP = (
-    f"Pending -> '{FORWARDED}: {NOT_FORWARDED}'; Submitted <PR> -> '{FORWARDED}: <PR URL>'; Backport <PR> -> "
-    f"'{ORIGIN}: {BACKPORT}, <PR URL>' and '{FORWARDED}: {NOT_NEEDED}'; Fixed-in <version> -> "
-    f"'{APPLIED_UPSTREAM}: <version>'; Inappropriate -> '{FORWARDED}: {NOT_NEEDED}'"
-)

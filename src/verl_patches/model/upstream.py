@@ -85,13 +85,6 @@ class Upstream:
         return f"upstream/{self.version or self.commit[:12]}"
 
     @classmethod
-    def from_mapping(cls, data: dict, source: str = "upstream.toml") -> Upstream:
-        table = data.get("upstream")
-        if not isinstance(table, dict):
-            raise ConfigError(f"{source}: missing [upstream] table with name, version, source and its pin")
-        return cls.from_table(table, source, "[upstream]")
-
-    @classmethod
     def from_table(cls, table: dict, source: str, label: str, over: Upstream | None = None) -> Upstream:
         kind = table.get("source", PYPI_SDIST)  # upstream.toml files older than source kinds pin an sdist
         if kind not in SOURCES:
@@ -159,33 +152,6 @@ class Upstream:
             )
         pinned = cls.from_table({**table, "name": name, "version": "0", "source": GIT_ARCHIVE}, source, f"{label} over")
         return cls(name, "", pinned.sha256, GIT_ARCHIVE, pinned.repository, "", pinned.commit, pinned.tree)
-
-    def to_toml(self) -> str:
-        if self.source == GIT_ARCHIVE:
-            lines = [
-                "# The verl release the series applies to: GitHub's tag archive of the repository.",
-                "# The pin is `tree`, the git tree id of every file of the archive imported with `git add -A -f`;",
-                "# `sha256` records one known copy of the archive, for reference only: GitHub may re-compress it.",
-                "[upstream]",
-                f'name = "{self.name}"',
-                f'version = "{self.version}"',
-                f'source = "{self.source}"',
-                f'repository = "{self.repository}"',
-                f'tag = "{self.git_tag}"',
-                f'commit = "{self.commit}"',
-                f'tree = "{self.tree}"',
-            ]
-            if self.sha256:
-                lines.append(f'sha256 = "{self.sha256}"')
-            return "\n".join(lines) + "\n"
-        return (
-            "# The verl release the series applies to: the PyPI sdist, pinned by sha256.\n"
-            "[upstream]\n"
-            f'name = "{self.name}"\n'
-            f'version = "{self.version}"\n'
-            f'source = "{self.source}"\n'
-            f'sha256 = "{self.sha256}"\n'
-        )
 
 
 def local_version(upstream_version: str, patch_count: int) -> str:

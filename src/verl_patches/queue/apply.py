@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from verl_patches.checkout import Project
-from verl_patches.errors import PatchApplyError, UnexportedWorkError, VerlPatchesError
+from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.git.trial import apply_each
 from verl_patches.queue import backups, record
@@ -27,10 +27,10 @@ def refuse_unexported(project: Project, tree: BuildTree, action: str) -> None:
             f"Commit it in {project.tree_name} and run `verl-patches export`, or discard it on purpose with "
             "`verl-patches apply --force` (which first keeps a backup: `verl-patches backups` lists them)."
         )
-        raise UnexportedWorkError(
+        raise VerlPatchesError(
             f"refusing to {action}: {project.tree_name} holds work that is not in {project.queue}/:\n{listing}\n{todo}"
         )
-    raise UnexportedWorkError(
+    raise VerlPatchesError(
         f"refusing to {action}: {project.tree_name} is not what {project.queue}/ describes:\n{listing}\n"
         f"Run `verl-patches apply` to rebuild it from {project.queue}/."
     )
@@ -41,7 +41,7 @@ def prepare_rebuild(project: Project, tree: BuildTree, force: bool) -> bool:
     what an interrupted apply left (its git locks are then the tool's own, and stale)."""
     state = assess(project, tree)
     if state.unborn:  # not even --force: a backup is a commit above HEAD, and HEAD has none
-        raise UnexportedWorkError(
+        raise VerlPatchesError(
             f"refusing to rebuild the build tree: {project.tree_name} is on branch {state.unborn}, which has no "
             f"commit yet, with {len(state.dirty)} uncommitted or untracked path(s). Nothing was changed. Commit them "
             f"on {state.unborn} (then `git switch {tree.branch}`), or move them out of {project.tree_name}."

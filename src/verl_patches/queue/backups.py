@@ -12,10 +12,8 @@ backup.json is written last: a folder without it is a backup that was interrupte
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +22,8 @@ from verl_patches.errors import BackupError, GitError
 from verl_patches.git import scratch
 from verl_patches.git.tree import BRANCH, BuildTree
 from verl_patches.model.patch import PROJECT_EMAIL, PROJECT_NAME
+from verl_patches.model.timestamps import utc_id, utc_now
+from verl_patches.sources import files
 
 INFO_FILE = "backup.json"
 BUNDLE = "tree.bundle"
@@ -92,7 +92,7 @@ def _read_info(folder: Path) -> tuple[dict, str]:
 def _new(backup_dir: Path, tree: BuildTree | None) -> tuple[str, Path]:
     """A fresh id (UTC time plus a counter) whose folder and branch do not exist yet; the folder is created."""
     backup_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    stamp = utc_id()
     for n in range(1, 10_000):
         backup_id = f"{stamp}-{n}"
         if tree is not None and tree.exists() and tree.git.rev(f"refs/heads/backup/{backup_id}"):
@@ -107,9 +107,7 @@ def _new(backup_dir: Path, tree: BuildTree | None) -> tuple[str, Path]:
 
 
 def _finish(folder: Path, info: dict) -> None:
-    tmp = folder / f".{INFO_FILE}.tmp"
-    tmp.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / INFO_FILE)
+    files.write_json(folder / INFO_FILE, info)
 
 
 def _snapshot_tree(tree: BuildTree, nested: list[str]) -> str:
@@ -220,7 +218,7 @@ def _take_tree(tree: BuildTree, reason: str, head: str, backup_id: str, folder: 
         "id": backup_id,
         "kind": "tree",
         "reason": reason,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": utc_now(),
         "tree": str(tree.path),
         "branch": f"backup/{backup_id}",
         "commit": commit,
@@ -263,7 +261,7 @@ def _take_patches(project: Project, reason: str, queue: str, backup_id: str, fol
         "id": backup_id,
         "kind": "patches",
         "reason": reason,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": utc_now(),
         "files": files,
         "queue": queue,
     }

@@ -8,7 +8,6 @@ from verl_patches.git.tree import BuildTree
 from verl_patches.git.trial import apply_each, scratch_tree
 from verl_patches.model.compare import BASE_SPECIFIC
 from verl_patches.model.lint import TEST_KINDS, Finding, lint_patch, lint_series
-from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 from verl_patches.model.upstream import Upstream
 from verl_patches.queue import queues
@@ -22,7 +21,7 @@ def lint_files(project: Project, series: Series) -> list[Finding]:
     findings = lint_series(series, on_disk, project.queue)
     for name in [name for name in dict.fromkeys(series.names) if name in on_disk]:
         try:
-            patch = Patch.parse(name, project.patch_path(name).read_bytes())
+            patch = project.parse_patch(name)
         except ConfigError as exc:
             findings.append(Finding(name, "format", str(exc), "re-export it with `verl-patches export`"))
             continue

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from verl_patches.errors import VerlPatchesError, os_error_message
+from verl_patches.model.timestamps import utc_now
 
 try:
     import fcntl
@@ -114,7 +115,7 @@ def held(build_dir: Path, command: str, timeout: float | None = None, name: str 
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "command": command,
-            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "since": utc_now(),
         }
         if writable:
             os.ftruncate(fd, 0)

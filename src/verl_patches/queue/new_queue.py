@@ -15,6 +15,7 @@ from verl_patches.git.tree import ExportedPatch
 from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
 from verl_patches.queue import backups
 from verl_patches.queue.queues import TO_PORT
+from verl_patches.sources import files as state_files
 
 logger = logging.getLogger(__name__)
 
@@ -126,9 +127,7 @@ def _replace_queue(target: Path, content: dict[str, bytes]) -> None:
     order = sorted(content, key=lambda name: (name == "series", name))
     for name in order:
         if not (target / name).is_file() or (target / name).read_bytes() != content[name]:
-            tmp = target / f".{name}.tmp-{os.getpid()}"
-            tmp.write_bytes(content[name])
-            os.replace(tmp, target / name)
+            state_files.write_atomic(target / name, content[name])
     for path in sorted(target.iterdir()):
         if path.is_file() and _queue_file(path.name) and path.name not in content:
             path.unlink()

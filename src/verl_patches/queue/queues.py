@@ -8,7 +8,6 @@ from packaging.version import Version
 from verl_patches.checkout import Project
 from verl_patches.git.repo import Git
 from verl_patches.model.compare import Comparison, Entry, change_id, compare, diff_part
-from verl_patches.model.patch import Patch
 from verl_patches.model.series import Series
 
 TO_PORT = "to-port"
@@ -22,7 +21,7 @@ def entries(project: Project) -> list[Entry]:
         data = project.patch_path(name).read_bytes()
         diff = diff_part(data)
         patch_id = git.out("patch-id", "--stable", input=diff).split(" ", 1)[0] if diff else ""
-        found.append(Entry(Patch.parse(name, data), patch_id, change_id(diff)))
+        found.append(Entry(project.parse_patch(name, data), patch_id, change_id(diff)))
     return found
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from verl_patches.checkout import BASE_ENV, Project
-from verl_patches.errors import PatchApplyError, TreeMismatchError, VerlPatchesError
+from verl_patches.errors import PatchApplyError, PinMismatchError, VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.git.trial import apply_each, linked_worktree
 from verl_patches.model.compare import BASE_SPECIFIC
@@ -23,7 +23,6 @@ from verl_patches.model.trailers import APPLIED_UPSTREAM, EXEMPT_TRAILER, HOME
 from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstream
 from verl_patches.queue import new_queue
 from verl_patches.queue.apply import refuse_unexported
-from verl_patches.queue.sync import write_export
 from verl_patches.sources import source
 from verl_patches.sources.sdist import archive_commit, download, fetch, sha256_of
 from verl_patches.testing.helper_tests import tests_of
@@ -332,9 +331,8 @@ def rebase(project: Project, args, command: str) -> int:
     """The rebase command's work on its parsed options (args); command: the command line, for the report."""
     start = time.monotonic()
     bases = project.bases()
-    multi = bases[0].build != ""  # [base."<version>"] tables: --write creates the new base's queue
-    declared = next((b for b in bases if b.version == args.onto), None) if multi else None
-    if multi and not (args.base or os.environ.get(BASE_ENV)):
+    declared = next((b for b in bases if b.version == args.onto), None)
+    if not (args.base or os.environ.get(BASE_ENV)):
         older = [b for b in bases if Version(b.version) < Version(args.onto)]
         if older:
             project = project.for_base(older[-1].version)
@@ -396,7 +394,7 @@ def rebase(project: Project, args, command: str) -> int:
             new_base, base_lines = tree.import_upstream(new, sdist, parent=base, tag=False), []
         if declared and declared.upstream.pins_tree and declared.upstream.tree != new.tree:
             where = f"{sdist} laid over {archive.tag if archive else old.tag}"
-            raise TreeMismatchError(where, declared.upstream.tree, new.tree)
+            raise PinMismatchError.tree(where, declared.upstream.tree, new.tree)
         outcomes = replay(project, tree, old_commits, patches, runner, new.version)
         test_carried(tree, new_base, outcomes, runner, new.version)
         text = report(old, new, provenance, outcomes, time.monotonic() - start, base_lines, command)
@@ -405,7 +403,7 @@ def rebase(project: Project, args, command: str) -> int:
             Path(args.report).parent.mkdir(parents=True, exist_ok=True)
             Path(args.report).write_text(text + "\n", encoding="utf-8")
         unresolved = [o for o in outcomes if not o.resolved]
-        if args.write and multi:
+        if args.write:
             queue = declared.queue if declared else f"patches/{new.version}"
             files = new_queue.files(project, tree.export(new_base), unresolved, old.version, new.version)
             new_queue.write(project, new, queue, files, declared is None, args.force)
@@ -414,16 +412,5 @@ def rebase(project: Project, args, command: str) -> int:
                     f"{len(unresolved)} patch(es) of {project.queue} need a hand port onto {new.version}: "
                     f"listed in {queue}/{new_queue.TO_PORT} with their failing tests"
                 )
-        elif args.write:
-            if unresolved:
-                raise VerlPatchesError(f"--write refused: {len(unresolved)} patch(es) conflict; nothing was written")
-            if old.is_archive and not tag_archive:
-                raise VerlPatchesError(
-                    "--write refused: upstream.toml has no source kind yet for an sdist overlaid on a tag archive; "
-                    "nothing was written"
-                )
-            write_export(project, tree.export(new_base))
-            project.upstream_path.write_text(new.to_toml(), encoding="utf-8")
-            print(f"wrote upstream.toml ({new.version}) and patches/; run `verl-patches apply --force` to rebuild")
     print(f"the replayed series is kept on branch {branch} of {project.tree_dir}")
     return 1 if unresolved else 0

@@ -6,13 +6,12 @@ It lives in the tree's git folder (removed with the tree) as a small JSON file, 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verl_patches.checkout import UPSTREAM_FILE, Project
+from verl_patches.model.timestamps import utc_now
+from verl_patches.sources import files
 
 RECORD_FILE = "verl-patches-record.json"
 
@@ -56,20 +55,17 @@ def path_in(git_dir: Path) -> Path:
 
 def read(git_dir: Path) -> Record | None:
     """The record, or None when there is none (a tree made by an older version) or it is unreadable."""
+    data = files.read_json(path_in(git_dir))
     try:
-        data = json.loads(path_in(git_dir).read_text(encoding="utf-8"))
         record = Record(**data)
-    except (OSError, ValueError, TypeError):
+    except TypeError:  # missing, unreadable, not an object or with other keys
         return None
     return record if record.state in STATES else None
 
 
 def write(git_dir: Path, record: Record) -> None:
-    record.updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    target = path_in(git_dir)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(record), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    record.updated = utc_now()
+    files.write_json(path_in(git_dir), asdict(record))
 
 
 def put_back(git_dir: Path, previous: Record | None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from verl_patches.checkout import Project
@@ -11,6 +10,7 @@ from verl_patches.git.repo import Git
 from verl_patches.git.tree import BuildTree, ExportedPatch
 from verl_patches.queue import record
 from verl_patches.queue.record import Record
+from verl_patches.sources import files
 
 
 def describe_differences(
@@ -287,11 +287,7 @@ def _commits_since(tree: BuildTree, commit: str | None) -> list[str] | None:
     return [f"{sha[:12]} {subject}" for sha, subject in tree.commits_above(commit)]
 
 
-def _write_atomic(path: os.PathLike, data: bytes) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+_write_atomic = files.write_atomic  # each file of patches/ is written whole
 
 
 def planned_changes(project: Project, exported: list[ExportedPatch]) -> tuple[list[str], list[str]]:

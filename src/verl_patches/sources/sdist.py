@@ -17,7 +17,7 @@ import tempfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from verl_patches.errors import HashMismatchError, VerlPatchesError
+from verl_patches.errors import PinMismatchError, VerlPatchesError
 from verl_patches.model.upstream import Upstream
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def read_verified(path: Path, expected: str) -> bytes:
     data = read_regular(path)
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:
-        raise HashMismatchError(str(path), expected, actual)
+        raise PinMismatchError.sha256(str(path), expected, actual)
     return data
 
 

@@ -10,9 +10,7 @@ import contextlib
 import io
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -21,7 +19,7 @@ from pathlib import Path
 
 from verl_patches.errors import VerlPatchesError
 from verl_patches.model.upstream import Upstream
-from verl_patches.sources import sdist
+from verl_patches.sources import files, sdist
 
 logger = logging.getLogger(__name__)
 
@@ -83,18 +81,8 @@ def _download(url: str, target: Path) -> None:
     file is read as a regular file only: a FIFO or device there would block without a timeout."""
     logger.info(f"downloading {url}")
     with _opened(url) as (response, total):
-        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".download-", delete=False) as handle:
-            try:
-                _copy_with_progress(response, handle, total, target.name)
-            except BaseException:
-                handle.close()
-                os.unlink(handle.name)
-                raise
-    if target.exists():  # another process won the race: keep its file, never overwrite
-        os.unlink(handle.name)
-        return
-    os.chmod(handle.name, 0o644)
-    shutil.move(handle.name, target)
+        with files.atomic(target, replace=False, mode=0o644) as handle:  # a file won by another process is kept
+            _copy_with_progress(response, handle, total, target.name)
 
 
 @contextlib.contextmanager

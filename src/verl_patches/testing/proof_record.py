@@ -6,8 +6,9 @@ of an older version of a patch is never shown for a newer one."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
+
+from verl_patches.sources import files
 
 RECORD_FILE = "prove-record.json"
 
@@ -17,12 +18,7 @@ def digest(data: bytes) -> str:
 
 
 def load(path: Path) -> dict[str, dict]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return {}
+    data = files.read_json(path)
     return data if isinstance(data, dict) else {}
 
 
@@ -30,8 +26,7 @@ def update(path: Path, entries: dict[str, dict]) -> None:
     """Add or replace entries (name -> {"sha256": ..., "failed_before": [...]}) in the record file."""
     record = load(path)
     record.update(entries)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    files.write_json(path, record)
 
 
 def failures_for(record: dict[str, dict], name: str, data: bytes) -> list[str] | None:

@@ -9,7 +9,7 @@ from verl_patches.checkout import Project
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.git.trial import linked_worktree
-from verl_patches.testing import verl_suite
+from verl_patches.testing import pytest_run, verl_suite
 from verl_patches.testing.venv import requirements_stamp, run_env
 
 DISTRIBUTED_DIR = "tests/special_distributed/"
@@ -48,10 +48,8 @@ def plan(project: Project, tree: BuildTree, python: Path, args) -> list[tuple[st
     junit = Path(args.junit_dir).resolve() if args.junit_dir else None
 
     def pytest(label: str, targets: list[str], extra: list[str]) -> tuple[str, list[str]]:
-        cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--timeout=900", *extra]
-        if junit:
-            cmd.append(f"--junitxml={junit / (label + '.xml')}")
-        return label, [*cmd, *args.pytest_args, *targets]
+        kept = junit / f"{label}.xml" if junit else None
+        return label, pytest_run.command(python, [*args.pytest_args, *targets], 900, ["-rs", *extra], kept)
 
     if args.distributed:
         files = [f for f in series_tests(project, ".py") if f.startswith(DISTRIBUTED_DIR)]

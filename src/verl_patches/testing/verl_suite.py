@@ -6,12 +6,9 @@ gpu_unit_tests.yml's selection, read from each tree (upstream_ci.py)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +16,8 @@ from pathlib import Path
 
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git import scratch
+from verl_patches.sources import files
+from verl_patches.testing import pytest_run
 from verl_patches.testing.venv import run_env
 from verl_patches.testing.verl_workflows import gpu_unit_test_args
 
@@ -97,40 +96,21 @@ def run(python: Path, tree: Path, extra: list[str], suite: Suite = CPU, keep: Pa
 
 def _pytest(python: Path, tree: Path, env, args: list[str], timeout: int, keep: Path | None, part: str):
     with scratch.folder("suite") as tmp:
-        junit = Path(tmp) / "junit.xml"
         ini = Path(tmp) / "pytest.ini"
         ini.write_text(INI)
-        cmd = [str(python), "-m", "pytest", "-c", str(ini), f"--rootdir={tree}", "-p", "no:cacheprovider", "-q"]
-        cmd += [f"--timeout={timeout}", f"--junitxml={junit}", *args]
-        logger.info(f"+ (in {tree}) {' '.join(cmd)}")
-        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
-        tail = (proc.stdout.strip().splitlines() or [""])[-1]
-        logger.info(f"  pytest exit {proc.returncode}: {tail}")
-        if keep and junit.exists():
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(junit, f"{keep}{part}.xml")
+        options = ["-c", str(ini), f"--rootdir={tree}", "-q"]
+        kept = Path(f"{keep}{part}.xml") if keep else None
+        result = pytest_run.run(python, args, timeout, tree, env, options=options, keep=kept, say=True)
         # 0: all passed, 1: some failed, 5: nothing collected; anything else (interrupted, killed, internal
         # or usage error) is an incomplete run that must not be compared or cached.
-        if proc.returncode not in (0, 1, 5) or not junit.exists():
-            output = proc.stdout[-3000:] + proc.stderr[-3000:]
-            raise VerlPatchesError(f"pytest did not complete (exit {proc.returncode}) in {tree}:\n{output}")
-        return parse_junit(junit.read_text(encoding="utf-8"))
+        if not result.complete:
+            raise VerlPatchesError(f"pytest did not complete (exit {result.returncode}) in {tree}:\n{result.output}")
+        return result.outcomes
 
 
 def parse_junit(text: str) -> dict[str, str]:
-    outcomes: dict[str, str] = {}
-    for case in ET.fromstring(text).iter("testcase"):
-        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
-        if case.find("failure") is not None or case.find("error") is not None:
-            outcome = "failed"
-        elif case.find("skipped") is not None:
-            outcome = "skipped"
-        else:
-            outcome = "passed"
-        # A test that passes but errors in teardown is reported twice: the worse outcome wins.
-        if outcomes.get(test_id) != "failed":
-            outcomes[test_id] = outcome
-    return outcomes
+    """Outcome per test (classname::name) of a junit XML document."""
+    return pytest_run.outcomes_of(pytest_run.parse(text)[0])
 
 
 def regressions(base: SuiteResult, patched: SuiteResult) -> list[str]:
@@ -153,13 +133,9 @@ def cache_key(base_tree: str, env_stamp: str, extra: list[str], suite: Suite = C
 
 
 def cached_base(cache: Path, key: str) -> SuiteResult | None:
-    try:
-        data = json.loads(cache.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return SuiteResult(data["outcomes"]) if data.get("key") == key else None
+    data = files.read_json(cache)
+    return SuiteResult(data["outcomes"]) if isinstance(data, dict) and data.get("key") == key else None
 
 
 def store_base(cache: Path, key: str, result: SuiteResult) -> None:
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"key": key, "outcomes": result.outcomes}, indent=0, sort_keys=True))
+    files.write_json(cache, {"key": key, "outcomes": result.outcomes}, indent=0)
