@@ -9,6 +9,8 @@ import subprocess
 import pytest
 from conftest import message, restore_commands
 
+from verl_patches.model.upstream import Upstream
+
 
 def exported_series(checkout, count: int = 2) -> None:
     assert checkout.cli("apply") == 0
@@ -170,3 +172,10 @@ def test_an_empty_or_merge_commit_gets_a_fix_and_force_gets_the_series_back(chec
     assert checkout.cli("apply", "--force") == 0
     assert checkout.cli("status") == 0
     assert backup_branches(checkout)
+
+
+def test_a_change_of_how_the_tool_models_a_base_leaves_its_trees_up_to_date(checkout, capsys, monkeypatch):
+    """The build record hashes the base's table as upstream.toml declares it, not the tool's model of it."""
+    assert checkout.cli("apply") == 0
+    monkeypatch.setattr(Upstream, "__repr__", lambda self: "a later version of the model")
+    assert checkout.cli("status") == 0, capsys.readouterr()

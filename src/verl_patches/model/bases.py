@@ -5,7 +5,8 @@ One table `[base."<version>"]` per release, each naming its `queue` folder (one 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from packaging.version import InvalidVersion, Version
@@ -18,6 +19,9 @@ from verl_patches.model.upstream import GIT_ARCHIVE, SDIST_OVER_ARCHIVE, Upstrea
 class Base:
     upstream: Upstream
     queue: str  # the queue folder, relative to the checkout
+    # Its table in upstream.toml as canonical JSON, and the table of the base it is laid over when `over` names one:
+    # what the build record hashes, so that a change of this model does not make every build tree look stale.
+    declaration: str = field(default="", compare=False, repr=False)
 
     @property
     def version(self) -> str:
@@ -49,6 +53,7 @@ def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
         except InvalidVersion as exc:
             raise ConfigError(f"{source}: [base.{version!r}]: {version!r} is not a PEP 440 version") from exc
     by_version: dict[str, Upstream] = {}
+    declarations: dict[str, str] = {}
     order = sorted(tables, key=lambda v: (tables[v].get("source") == SDIST_OVER_ARCHIVE, Version(v)))
     bases = []
     for version in order:
@@ -76,7 +81,10 @@ def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
         if PurePosixPath(queue).is_absolute() or ".." in parts:
             raise ConfigError(f"{source}: {label} queue {queue!r} must be a folder inside the checkout")
         by_version[version] = upstream
-        bases.append(Base(upstream, queue))
+        declarations[version] = json.dumps(tables[version], sort_keys=True, default=str)
+        if over is not None and not isinstance(table.get("over"), dict):
+            declarations[version] += "\0" + declarations[str(table["over"])]
+        bases.append(Base(upstream, queue, declarations[version]))
     queues = [b.queue for b in bases]
     twice = sorted({q for q in queues if queues.count(q) > 1})
     if twice:

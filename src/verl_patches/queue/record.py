@@ -35,10 +35,11 @@ class Record:
 
 
 def source_digest(project: Project) -> str:
-    """sha256 over the selected base's declaration in upstream.toml (not the other bases': declaring another
-    base changes nothing of this one's tree), its series and every patch file the series lists, as bytes."""
+    """sha256 over the selected base's declaration in upstream.toml (its table, and the table of the base it is laid
+    over; not the other bases': declaring another base changes nothing of this one's tree), its series and every
+    patch file the series lists, as bytes."""
     digest = hashlib.sha256()
-    declaration = repr(project.selected()).encode()
+    declaration = project.selected().declaration.encode()
     digest.update(f"{UPSTREAM_FILE}\0{len(declaration)}\0".encode() + declaration)
     paths = [project.series_path] + [project.patch_path(name) for name in project.load_series().names]
     for path in paths:
