@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import GOOD_MESSAGE, make_sdist, sha256
+from helpers import GOOD_MESSAGE, make_sdist, sha256
 
 from verl_patches.model.patch import END_MARKER
 
@@ -44,7 +44,7 @@ def test_commit_ids_are_identical_across_checkouts(checkout, tmp_path, monkeypat
     subprocess.run(["cp", "-r", str(checkout.root), str(other)], check=True)
     subprocess.run(["rm", "-rf", str(other / "build")], check=True)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    from conftest import Checkout
+    from helpers import Checkout
 
     second = Checkout(root=other, cache=checkout.cache)
     assert second.cli("apply") == 0

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import make_archive
+from helpers import make_archive
 
 from verl_patches.errors import VerlPatchesError
 from verl_patches.sources import sdist

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import message
+from helpers import message
 
 
 def error_of(checkout, capsys, *argv: str) -> str:

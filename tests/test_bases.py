@@ -4,95 +4,14 @@ over another base's tag archive, the comparison between queues and `rebase --ont
 from __future__ import annotations
 
 import subprocess
-import sys
-import tarfile
-import tempfile
-from pathlib import Path
 
 import pytest
-from conftest import FAKE_COMMIT, git_tree_id, make_archive, make_sdist, sha256, tree_id_of
-from test_lifecycle import BUGGY, CPU_TEST, FIXED, GPU_TEST, UPSTREAM_OWN_FIX, message
+from helpers import make_archive, make_sdist, sha256, tree_id_of
+from helpers.bases import README_1_1, REPO_ONLY, archive_table, commit, git_in, tree_of
+from helpers.clamp import CPU_TEST, FIXED, GPU_TEST, UPSTREAM_OWN_FIX, message
 
 from verl_patches.errors import ConfigError
 from verl_patches.model.bases import parse_bases, select
-
-REPO_ONLY = {"examples/run.sh": "#!/bin/sh\necho run\n", ".github/workflows/ci.yml": "name: ci\n"}
-README = "# verl\nline two\n"
-README_1_1 = "# verl\nnew line\nline two\n"  # the 1.1.0 sdist changes the context of "line two"
-
-
-def archive_table(version: str, tree: str) -> str:
-    return (
-        f'[base."{version}"]\nname = "verl"\nqueue = "patches/{version}"\nsource = "git-archive"\n'
-        f'repository = "verl-project/verl"\ntag = "v{version}"\ncommit = "{FAKE_COMMIT}"\ntree = "{tree}"\n'
-    )
-
-
-def overlay_table(version: str, over: str, sha: str, tree: str) -> str:
-    return (
-        f'[base."{version}"]\nname = "verl"\nqueue = "patches/{version}"\nsource = "sdist-over-archive"\n'
-        f'over = "{over}"\nsha256 = "{sha}"\ntree = "{tree}"\n'
-    )
-
-
-def overlay_tree_id(archive: Path, sdist: Path, tmp: Path, leave_out=("PKG-INFO",)) -> str:
-    """The tree id of the sdist's files over the archive's, with plain tar and git (independently of the tool)."""
-    work = Path(tempfile.mkdtemp(prefix="overlay-", dir=tmp))
-    for source in (archive, sdist):
-        with tarfile.open(source) as tar:
-            for member in tar.getmembers():
-                parts = Path(member.name).parts[1:]
-                if not parts or "/".join(parts) in leave_out or not member.isfile():
-                    continue
-                target = work.joinpath(*parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(tar.extractfile(member).read())
-                target.chmod(0o755 if member.mode & 0o111 else 0o644)
-    return git_tree_id(work)
-
-
-def tree_of(checkout, version: str) -> Path:
-    return checkout.root / "build" / version / "verl"
-
-
-def git_in(tree: Path, *args: str, input: str | None = None) -> str:
-    return subprocess.run(
-        ["git", "-C", str(tree), *args], capture_output=True, text=True, input=input, check=True
-    ).stdout
-
-
-def commit(tree: Path, files: dict[str, str], msg: str) -> None:
-    for path, text in files.items():
-        (tree / path).parent.mkdir(parents=True, exist_ok=True)
-        (tree / path).write_text(text)
-        git_in(tree, "add", path)
-    git_in(tree, "commit", "-q", "-F", "-", input=msg)
-
-
-def make_queues(root: Path, *versions: str) -> None:
-    (root / "patches" / "series").unlink(missing_ok=True)
-    for version in versions:
-        (root / "patches" / version).mkdir(parents=True, exist_ok=True)
-        (root / "patches" / version / "series").write_text("# series\n")
-
-
-@pytest.fixture
-def two_bases(checkout, tmp_path, monkeypatch):
-    """Base 1.0.0: a tag archive in a mirror; base 1.1.0: the 1.1.0 sdist over that archive."""
-    mirror = tmp_path / "mirror"
-    archive = make_archive(mirror, "1.0.0", {**REPO_ONLY, "README.md": README}, drop=("PKG-INFO",))
-    sdist = make_sdist(checkout.cache, "1.1.0", {"README.md": README_1_1})
-    overlay = overlay_tree_id(archive, sdist, tmp_path)
-    tables = [
-        archive_table("1.0.0", tree_id_of(archive, tmp_path)),
-        overlay_table("1.1.0", "1.0.0", sha256(sdist), overlay),
-    ]
-    (checkout.root / "upstream.toml").write_text("\n".join(tables))
-    make_queues(checkout.root, "1.0.0", "1.1.0")
-    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
-    monkeypatch.delenv("VERL_PATCHES_BASE", raising=False)
-    checkout.overlay_tree = overlay
-    return checkout
 
 
 def test_declared_bases_parse_and_select():
@@ -221,20 +140,6 @@ def test_compare_and_check_report_drift_unless_a_patch_explains_it(two_bases, ca
     (two_bases.root / "patches" / "1.1.0" / "to-port").write_text("doc-feat-say-line-2.patch\n")
     assert two_bases.cli("check", "--base", "1.1.0", "--no-apply") == 0
     assert "awaits a hand port onto 1.1.0" in capsys.readouterr().out
-
-
-@pytest.fixture
-def one_archive_base(checkout, tmp_path, monkeypatch):
-    """Base 1.0.0 only, a tag archive, declared as a [base] table; tests run in this interpreter."""
-    monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
-    mirror = tmp_path / "mirror"
-    archive = make_archive(mirror, "1.0.0", {"verl/models/clamp.py": BUGGY, **REPO_ONLY}, drop=("PKG-INFO",))
-    (checkout.root / "upstream.toml").write_text(archive_table("1.0.0", tree_id_of(archive, tmp_path)))
-    make_queues(checkout.root, "1.0.0")
-    monkeypatch.setenv("VERL_PATCHES_MIRROR", str(mirror))
-    monkeypatch.delenv("VERL_PATCHES_BASE", raising=False)
-    assert checkout.cli("apply") == 0
-    return checkout
 
 
 def test_rebase_write_creates_the_new_queue_and_leaves_conflicts_for_a_hand_port(one_archive_base, tmp_path, capsys):

@@ -6,7 +6,7 @@ import re
 import shutil
 import zipfile
 
-from conftest import GOOD_MESSAGE
+from helpers import GOOD_MESSAGE
 
 GPU_TEST = "import pytest\n\n\ndef test_gpu():\n    pytest.skip('no gpu')\n"
 

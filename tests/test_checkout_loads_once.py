@@ -7,7 +7,7 @@ import types
 from collections import Counter
 
 import pytest
-from conftest import message
+from helpers import message
 
 from verl_patches import checkout as checkout_module
 from verl_patches.model.patch import Patch

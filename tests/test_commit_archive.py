@@ -7,8 +7,8 @@ import re
 import sys
 
 import pytest
-from conftest import make_archive, make_sdist, sha256, tree_id_of
-from test_bases import REPO_ONLY, archive_table, git_in, make_queues, overlay_tree_id, tree_of
+from helpers import make_archive, make_sdist, sha256, tree_id_of
+from helpers.bases import REPO_ONLY, archive_table, git_in, make_queues, overlay_tree_id, tree_of
 
 from verl_patches.errors import ConfigError
 from verl_patches.model.bases import parse_bases

@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
-from ci_replay import BASES, ROOT, WORKFLOW_DIR
-from conftest import GOOD_MESSAGE
-from replay import Replay
+from helpers import GOOD_MESSAGE
+from helpers.ci_replay import BASES, ROOT, WORKFLOW_DIR
+from helpers.replay import Replay
 
 CPU_TEST = (
     "from verl.models.util import build_mask\n\n\ndef test_mask():\n    assert build_mask([1], 2) == [[True, False]]\n"

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 import pytest
-from conftest import Checkout, Interrupted, message, stop_after
+from helpers import Checkout, Interrupted, message, stop_after
 
 from verl_patches.checkout import Project
 from verl_patches.model.upstream import Upstream

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import make_archive, make_sdist, message, pin_archive, sha256
+from helpers import make_archive, make_sdist, message, pin_archive, sha256
 
 
 # -- archives whose member names git refuses, or skips without a word ------------------------------------------

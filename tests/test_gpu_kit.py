@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import GOOD_MESSAGE, make_sdist, sha256
+from helpers import GOOD_MESSAGE, make_sdist, sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 KIT = ROOT / "ci" / "gpu_kit"

@@ -3,7 +3,8 @@ and `export --force` writes the tree's series (the old queue kept in a backup); 
 
 from __future__ import annotations
 
-from test_never_lose_work import _util, message, three_patches
+from helpers import message
+from helpers.steps import _util, three_patches
 
 
 def test_export_force_writes_a_hand_port_after_a_failed_apply(checkout, capsys):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import test_lifecycle
-from test_lifecycle import FIXED, GPU_TEST, commit_files, message
+from helpers.clamp import FIXED, GPU_TEST, commit_files, message
 
 from verl_patches.testing.helper_tests import import_pattern
 
@@ -15,8 +14,6 @@ CASE_TEST = (
     "@pytest.mark.parametrize('x, want', CASES)\ndef test_clamp(x, want):\n    assert clamp(x) == want\n"
 )
 CAPPED = "def clamp(x):\n    return min(max(x, 0), 10)\n"
-
-lifecycle = test_lifecycle.lifecycle
 
 
 @pytest.mark.parametrize(

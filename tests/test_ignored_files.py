@@ -4,7 +4,7 @@ a rebuild would check the import out over it. apply refuses; apply --force keeps
 from __future__ import annotations
 
 import pytest
-from conftest import make_sdist, message, sha256
+from helpers import make_sdist, message, sha256
 
 
 @pytest.fixture

@@ -4,54 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
-import pytest
-from conftest import make_sdist, sha256
+from helpers import make_sdist, sha256
+from helpers.clamp import BUGGY, CPU_TEST, GPU_TEST, UPSTREAM_OWN_FIX, add_clamp_fix, commit_files, message
 
 from verl_patches.model.patch import END_MARKER
-
-BUGGY = "def clamp(x):\n    return x\n"
-FIXED = "def clamp(x):\n    return max(x, 0)\n"
-UPSTREAM_OWN_FIX = "def clamp(x):\n    if x < 0:\n        return 0\n    return x\n"
-CPU_TEST = (
-    "from verl.models.clamp import clamp\n\n\ndef test_clamp():\n    assert clamp(-1) == 0\n    assert clamp(3) == 3\n"
-)
-GPU_TEST = "import pytest\n\npytest.skip('needs CUDA', allow_module_level=True)\n"
-
-
-def message(subject: str, trailers: str = "Forwarded: no", extra: str = "") -> str:
-    return f"{subject}\n\nProblem: p.\n\nFix: f.\n\nTests: t.\n\n{trailers}\n{extra}"
-
-
-@pytest.fixture
-def lifecycle(checkout, monkeypatch):
-    monkeypatch.setenv("VERL_PATCHES_PYTHON", sys.executable)
-    make_sdist(checkout.cache, "1.0.0", {"verl/models/clamp.py": BUGGY})
-    checkout.pin("1.0.0", sha256(checkout.cache / "verl-1.0.0.tar.gz"))
-    assert checkout.cli("apply") == 0
-    return checkout
-
-
-def commit_files(checkout, files: dict[str, str], msg: str) -> None:
-    for path, text in files.items():
-        target = checkout.tree / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        checkout.user_git("add", path)
-    checkout.user_git("commit", "-q", "-F", "-", input=msg)
-
-
-def add_clamp_fix(checkout, trailers="Forwarded: no\nBug: https://github.com/verl-project/verl/issues/1"):
-    commit_files(
-        checkout,
-        {
-            "verl/models/clamp.py": FIXED,
-            "tests/models/test_clamp_on_cpu.py": CPU_TEST,
-            "tests/models/test_clamp_on_gpu.py": GPU_TEST,
-        },
-        message("[megatron] fix: clamp negative values", trailers),
-    )
 
 
 def test_prove_accepts_a_proven_patch_and_caches(lifecycle, capsys):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_model import mbox
+from helpers.mbox import mbox
 
 from verl_patches.model.lint import lint_patch, lint_series
 from verl_patches.model.patch import Patch

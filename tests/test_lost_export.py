@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import message
+from helpers import message
 
 
 def project_git(checkout, *args: str) -> str:

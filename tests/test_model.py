@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from helpers.mbox import DEFAULT_BODY, END, mbox
 from hypothesis import given
 from hypothesis import strategies as st
 
 from verl_patches.checkout import tomllib
 from verl_patches.errors import ConfigError
 from verl_patches.model.bases import parse_bases
-from verl_patches.model.patch import END_MARKER, Patch, parse_trailers
+from verl_patches.model.patch import Patch, parse_trailers
 from verl_patches.model.series import Series, slug, unique_names
 from verl_patches.model.trailers import AppliedUpstream, Forwarded, GitHubRef, Origin
 from verl_patches.model.upstream import Upstream, local_version
 from verl_patches.queue import new_queue
-
-DEFAULT_BODY = "Problem: p.\n\nFix: f.\n\nTests: t.\n\nForwarded: no\n"
-IDENT = "verl-patches <verl-patches@users.noreply.github.com>"
-
-
-END = END_MARKER.decode()[1:]  # export's signature block: '-- ', 'verl-patches', a blank line
-
-
-def mbox(subject="[megatron] fix: a thing", body=DEFAULT_BODY, files=("verl/a.py",), author=IDENT, after_sep=""):
-    diff = "".join(
-        f"diff --git a/{f} b/{f}\nnew file mode 100644\nindex 0000000..1111111\n"
-        f"--- /dev/null\n+++ b/{f}\n@@ -0,0 +1 @@\n+x\n"
-        for f in files
-    )
-    text = (
-        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-        f"From: {author}\nDate: Sun, 29 Nov 2026 10:00:00 +0000\nSubject: {subject}\n\n{body}---\n{after_sep}\n{diff}"
-        f"{END}"
-    )
-    return text.encode()
 
 
 def test_series_parse_ignores_comments_and_keeps_header():

@@ -10,29 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import GOOD_MESSAGE, Checkout
+from helpers import Checkout, message
+from helpers.steps import _util, three_patches
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def message(subject: str) -> str:
-    return GOOD_MESSAGE.replace("[megatron] fix: build boolean masks in build_mask", subject)
-
-
-def three_patches(checkout: Checkout) -> list[str]:
-    """Apply and export a series of three patches that touch the same file one after another."""
-    assert checkout.cli("apply") == 0
-    for n in (1, 2, 3):
-        checkout.commit_in_tree("verl/models/util.py", _util(n), message(f"[megatron] fix: step {n}"))
-    assert checkout.cli("export") == 0
-    return [ln for ln in (checkout.root / "patches/series").read_text().splitlines() if not ln.startswith("#")]
-
-
-def _util(n: int) -> str:
-    lines = [f"STEP_{i} = {i}\n" for i in range(1, n + 1)]
-    return "def build_mask(lengths, width):\n    return [[i < n for i in range(width)] for n in lengths]\n" + "".join(
-        lines
-    )
 
 
 def run_cli(checkout: Checkout, *argv: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:

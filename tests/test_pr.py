@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_sdist, sha256
-from test_lifecycle import BUGGY, add_clamp_fix
-from test_model import mbox
+from helpers import make_sdist, sha256
+from helpers.clamp import BUGGY, add_clamp_fix
+from helpers.mbox import mbox
 
 from verl_patches.checkout import Project
 from verl_patches.model.patch import Patch

@@ -4,7 +4,7 @@ queue folder is an error, and status, check and export agree byte for byte on wh
 from __future__ import annotations
 
 import pytest
-from conftest import message
+from helpers import message
 
 from verl_patches.model.patch import END_MARKER
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from conftest import message
+from helpers import message
 
 
 def test_an_export_from_another_build_folder_waits_for_the_queue_lock(checkout, monkeypatch):

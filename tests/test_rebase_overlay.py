@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import BASE_FILES, make_archive, make_sdist, pin_archive, sha256, tree_id_of
-from test_lifecycle import BUGGY, UPSTREAM_OWN_FIX, add_clamp_fix, commit_files, message
+from helpers import BASE_FILES, make_archive, make_sdist, pin_archive, sha256, tree_id_of
+from helpers.clamp import BUGGY, UPSTREAM_OWN_FIX, add_clamp_fix, commit_files, message
 
 REPO_ONLY = {
     ".github/workflows/ci.yml": "name: ci\n",

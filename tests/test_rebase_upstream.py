@@ -7,16 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-import test_bases
-import test_lifecycle
-from conftest import FAKE_COMMIT, make_archive, make_sdist, sha256, tree_id_of
-from test_bases import commit, tree_of
-from test_lifecycle import CPU_TEST, FIXED, GPU_TEST, UPSTREAM_OWN_FIX, commit_files, message
-
-# The fixtures of those modules, used here too.
-lifecycle = test_lifecycle.lifecycle
-two_bases = test_bases.two_bases
-one_archive_base = test_bases.one_archive_base
+from helpers import FAKE_COMMIT, make_archive, make_sdist, tree_id_of
+from helpers.bases import REPO_ONLY, commit, tree_of
+from helpers.clamp import CPU_TEST, FIXED, GPU_TEST, UPSTREAM_OWN_FIX, commit_files, message, rebase
 
 PR = "https://github.com/verl-project/verl/pull/1"
 BACKPORT = (
@@ -34,19 +27,6 @@ NOTES = {"docs/notes.md": "notes\n"}
 def add(checkout, subject: str, trailers: str, files=CLAMP_FILES) -> None:
     extra = "" if files is CLAMP_FILES else "Prove-Exempt: x\n"
     commit_files(checkout, files, message(subject, trailers, extra))
-
-
-def rebase(checkout, tmp_path, capsys, clamp: str, *extra_files: tuple[str, str], write=True):
-    """Rebase the queue onto a 1.1.0 whose clamp.py is `clamp`; the report's rows by subject, the output, rc."""
-    assert checkout.cli("export") == 0
-    new = make_sdist(tmp_path / "new", "1.1.0", {"verl/models/clamp.py": clamp, **dict(extra_files)})
-    (checkout.cache / new.name).write_bytes(new.read_bytes())
-    capsys.readouterr()
-    args = ["rebase", "--onto", "1.1.0", "--sha256", sha256(new)] + (["--write"] if write else [])
-    rc = checkout.cli(*args)
-    out = capsys.readouterr().out
-    rows = {line.split("  ")[1].strip(): line for line in out.splitlines() if re.match(r"\d+  ", line)}
-    return rows, out, rc
 
 
 def queue(checkout) -> list[str]:
@@ -134,7 +114,7 @@ def test_tag_archive_pins_the_new_base_from_its_download(one_archive_base, tmp_p
     assert one_archive_base.cli("export") == 0
     mirror = tmp_path / "mirror"  # the mirror the fixture set up, as GitHub stands in here
     make = make_archive if commit_named else make_sdist  # an sdist's tarball names no commit
-    archive = make(mirror, "1.1.0", {"verl/models/clamp.py": UPSTREAM_OWN_FIX, **test_bases.REPO_ONLY})
+    archive = make(mirror, "1.1.0", {"verl/models/clamp.py": UPSTREAM_OWN_FIX, **REPO_ONLY})
     capsys.readouterr()
     rc = one_archive_base.cli("rebase", "--onto", "1.1.0", "--tag-archive", "v1.1.0", "--write")
     captured = capsys.readouterr()

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import GOOD_MESSAGE
+from helpers import GOOD_MESSAGE
 
 
 def message(subject: str) -> str:

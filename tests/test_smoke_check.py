@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from smoke_logs import HEALTHY, INT_MASK, VALIDATION, console_log, edited, file_log
+from helpers.smoke_logs import HEALTHY, INT_MASK, VALIDATION, console_log, edited, file_log
 
 CI = Path(__file__).resolve().parent.parent / "ci"
 THRESHOLDS = CI / "smoke-thresholds.toml"

@@ -9,7 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import make_archive, pin_archive, tree_id_of
+from helpers import make_archive, pin_archive, tree_id_of
 
 from verl_patches.errors import VerlPatchesError
 from verl_patches.model.upstream import Upstream

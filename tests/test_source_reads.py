@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import make_sdist
+from helpers import make_sdist
 
 from verl_patches.sources import sdist
 

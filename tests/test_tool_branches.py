@@ -3,9 +3,8 @@ branch is never moved, and the rebase branch it leaves for the user is not rewri
 
 from __future__ import annotations
 
-from conftest import make_sdist, message, sha256
-from test_lifecycle import add_clamp_fix, lifecycle  # noqa: F401 (fixture)
-from test_rebase_upstream import rebase
+from helpers import make_sdist, message, sha256
+from helpers.clamp import add_clamp_fix, rebase
 
 
 def tip(checkout, ref: str) -> str:

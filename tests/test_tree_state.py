@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import message, restore_commands
+from helpers import message, restore_commands
 
 
 def exported_series(checkout, count: int = 2) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_archive, pin_archive, tree_id_of
+from helpers import make_archive, pin_archive, tree_id_of
 
 from verl_patches.model.series import slug
 
@@ -175,7 +175,7 @@ def test_a_hook_that_stops_at_a_base_failure_is_not_blamed_for_its_progress_line
 
 
 def test_findings_name_the_build_tree_of_the_base(checkout, tmp_path, monkeypatch, capsys):
-    from test_bases import archive_table, commit, make_queues
+    from helpers.bases import archive_table, commit, make_queues
 
     mirror = tmp_path / "mirror"
     archive = make_archive(mirror, "1.0.0", UPSTREAM_FILES)

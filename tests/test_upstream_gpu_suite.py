@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import GOOD_MESSAGE, make_sdist, sha256
+from helpers import GOOD_MESSAGE, make_sdist, sha256
 
 from verl_patches.testing.verl_suite import parse_junit
 

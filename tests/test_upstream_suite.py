@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import make_archive, pin_archive, tree_id_of
+from helpers import make_archive, pin_archive, tree_id_of
 
 from verl_patches.testing.verl_suite import parse_junit
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import Checkout, message, pin_archive, restore_commands
+from helpers import Checkout, message, pin_archive, restore_commands
 
 from verl_patches.queue import backups, lock, record, sync
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_sdist, sha256
-from fake_index import closed_port_url, serve, write_index
-from test_model import mbox
+from helpers import make_sdist, sha256
+from helpers.fake_index import closed_port_url, serve, write_index
+from helpers.mbox import mbox
 
 from verl_patches.model.releases import BadIndexDocument, github_tags, pull_state, pypi_releases
 

@@ -12,17 +12,14 @@ import sys
 import threading
 
 import pytest
-import test_workflows
 import yaml
-from ci_replay import BASES, ROOT, failures, replay, step_output
-from conftest import FAKE_COMMIT, make_archive, make_sdist
-from fake_index import write_index
-from replay import Replay
-from test_model import mbox
+from helpers import FAKE_COMMIT, make_archive, make_sdist
+from helpers.ci_replay import BASES, ROOT, failures, replay, step_output
+from helpers.fake_index import write_index
+from helpers.mbox import mbox
+from helpers.replay import Replay
 
 from verl_patches.sources.index import Index
-
-runner = test_workflows.runner  # the fixture, used here too
 
 NEW = "0.9.2"
 BACKPORT = (

@@ -8,11 +8,10 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ci_replay import (
+from helpers.ci_replay import (
     JOB_SCRIPT,
     QUEUE_WORKFLOWS,
     ROOT,
@@ -20,24 +19,17 @@ from ci_replay import (
     WORKFLOWS,
     failures,
     replay,
-    replay_runner,
     step_output,
     step_result,
 )
-from conditions import evaluate
-from replay import Replay, ReplayError, matrix_runs
+from helpers.conditions import evaluate
+from helpers.replay import Replay, ReplayError, matrix_runs
 
 from verl_patches.checkout import Project
 
 GPU = "gpu.yml"
 SERIES_GPU = "Run the series' GPU tests"
 UPSTREAM_GPU = "Run verl's own GPU unit tests"
-
-
-@pytest.fixture
-def runner(tmp_path, hostile_git) -> Iterator[Replay]:
-    with replay_runner(tmp_path) as replay_of_the_copy:
-        yield replay_of_the_copy
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=[w.stem for w in WORKFLOWS])

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ci_replay import (
+from helpers.ci_replay import (
     BASES,
     CANN,
     ROOT,
@@ -21,7 +21,7 @@ from ci_replay import (
     step_output,
     step_result,
 )
-from replay import Replay
+from helpers.replay import Replay
 
 from verl_patches.checkout import Project
 

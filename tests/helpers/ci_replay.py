@@ -12,13 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import make_sdist, sha256
-from fake_index import serve, write_index
-from replay import Replay, StepResult, fresh_copy, matrix_runs
 
+from helpers import ROOT, make_sdist, sha256
+from helpers.fake_index import serve, write_index
+from helpers.replay import Replay, StepResult, fresh_copy, matrix_runs
 from verl_patches.checkout import Project
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW_DIR = ROOT / ".github" / "workflows"
 WORKFLOWS = sorted(WORKFLOW_DIR.glob("*.yml"))
 QUEUE_WORKFLOWS = [w for w in WORKFLOWS if w.name != "watch.yml"]  # one job per base; watch.yml runs once

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from conftest import sha256
+from helpers import sha256
 
 
 def pypi_document(releases: dict[str, Path | None], yanked: tuple[str, ...] = ()) -> dict:

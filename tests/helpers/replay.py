@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from conditions import evaluate
+
+from helpers.conditions import evaluate
 
 ACTIONS = ("actions/checkout", "actions/setup-python", "actions/upload-artifact")
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")

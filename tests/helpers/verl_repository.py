@@ -18,7 +18,7 @@ from verl_patches.errors import VerlPatchesError
 from verl_patches.git.tree import BuildTree
 from verl_patches.sources.source import MIRROR_ENV, archive_cache_path, fetch, import_source
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Read when the tests are collected, before any fixture changes the environment.
 MIRRORS = [ROOT.parent / "shared" / "upstream", Path(os.environ[MIRROR_ENV]) if os.environ.get(MIRROR_ENV) else None]
 CACHE = cache_dir()
