@@ -125,7 +125,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def verl_0_9_0(tmp_path_factory) -> Path:
-    """verl's repository at tag v0.9.0, its tree id checked (tests/verl_repository.py)."""
+    """verl's repository at tag v0.9.0, its tree id checked (tests/helpers/verl_repository.py)."""
     return verl_repository("0.9.0", tmp_path_factory.mktemp("verl-0.9.0"))
 
 

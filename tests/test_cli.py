@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from verl_patches import __version__, cli
 
-COMMANDS = Path(__file__).resolve().parent.parent / "src" / "verl_patches" / "commands"
+COMMANDS = ROOT / "src" / "verl_patches" / "commands"
 
 
 def test_every_command_module_is_listed_and_declares_its_command():

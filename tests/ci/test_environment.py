@@ -13,6 +13,8 @@ from helpers import GOOD_MESSAGE
 from helpers.ci_replay import BASES, ROOT, WORKFLOW_DIR
 from helpers.replay import Replay
 
+MAKEFILE_TESTS = ROOT / "tests" / "ci" / "test_makefile.py"
+
 CPU_TEST = (
     "from verl.models.util import build_mask\n\n\ndef test_mask():\n    assert build_mask([1], 2) == [[True, False]]\n"
 )
@@ -65,7 +67,7 @@ def test_the_makefile_tests_pass_in_the_cpu_jobs_environment(tmp_path, base):
     env = runner.job_env("test", data["jobs"]["test"], data, {"base": base})
     env.update(MAKEFLAGS="-j2 --no-print-directory", MAKELEVEL="1", MFLAGS="-j2")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_makefile.py")],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(MAKEFILE_TESTS)],
         capture_output=True,
         text=True,
         env=env,

@@ -10,10 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import Checkout, message
+from helpers import ROOT, Checkout, message
 from helpers.steps import _util, three_patches
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(checkout: Checkout, *argv: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ The queue writer is stopped at each of its steps, and a check is killed inside i
 Deterministic seed; at most ATTEMPTS commands, and none started after TIME_BUDGET_S once MIN_INJECTED interrupts
 have landed (on a slow or shared machine fewer attempts fit in the budget: the test then goes on, up to ATTEMPTS,
 until that many have landed). The figures appear in pytest's terminal summary, with the count
-of every test marked `attack` (tests/test_*.py) tried and survived."""
+of every test marked `attack` (tests/**/test_*.py) tried and survived."""
 
 from __future__ import annotations
 

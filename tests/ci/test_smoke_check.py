@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from helpers.smoke_logs import HEALTHY, INT_MASK, VALIDATION, console_log, edited, file_log
 
-CI = Path(__file__).resolve().parent.parent / "ci"
+CI = ROOT / "ci"
 THRESHOLDS = CI / "smoke-thresholds.toml"
 _spec = importlib.util.spec_from_file_location("smoke_check", CI / "smoke_check.py")
 assert _spec and _spec.loader

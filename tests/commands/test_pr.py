@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from helpers import make_sdist, sha256
+from helpers import ROOT, make_sdist, sha256
 from helpers.clamp import BUGGY, add_clamp_fix
 from helpers.mbox import mbox
 
@@ -149,7 +148,7 @@ def test_every_patch_passes_verls_own_pr_checks(tmp_path, verl_0_9_0):
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((verl_0_9_0 / name).read_bytes())
     template = (tmp_path / UPSTREAM_FILES[0]).read_text(encoding="utf-8")
-    project = Project(Path(__file__).resolve().parents[1])
+    project = Project(ROOT)
 
     def check(script: str, title: str, body: str) -> subprocess.CompletedProcess:
         event = tmp_path / "event.json"

@@ -7,8 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-MAKEFILE = Path(__file__).resolve().parent.parent / "Makefile"
+MAKEFILE = ROOT / "Makefile"
 TABLES = '[base."1.0.0"]\nqueue = "patches/1.0.0"\n\n[base."1.1.0"]\nqueue = "patches/1.1.0"\n'
 SINGLE = '[base."1.0.0"]  # the only one\nname = "verl"\nqueue = "patches"\n\n[other]\nversion = "9"\n'
 LEGACY = '[upstream]\nname = "verl"\nversion = "1.0.0"\nsource = "pypi-sdist"\n'

@@ -13,9 +13,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import GOOD_MESSAGE, make_sdist, sha256
+from helpers import GOOD_MESSAGE, ROOT, make_sdist, sha256
 
-ROOT = Path(__file__).resolve().parent.parent
 KIT = ROOT / "ci" / "gpu_kit"
 PYTHON = "{}.{}".format(*sys.version_info[:2])
 
