@@ -14,13 +14,24 @@ from helpers.archives import (
     sha256,
     tree_id_of,
 )
-from helpers.project import GOOD_MESSAGE, Checkout, Interrupted, message, restore_commands, stop_after
+from helpers.project import (
+    GOOD_MESSAGE,
+    Checkout,
+    Interrupted,
+    message,
+    restore_commands,
+    series_names,
+    stop_after,
+)
 
 # The repository's root: its Makefile, ci/, .github/ and src/.
 ROOT = Path(__file__).resolve().parents[2]
+# Hand-made input files of the tests (tests/data/).
+DATA = ROOT / "tests" / "data"
 
 __all__ = [
     "BASE_FILES",
+    "DATA",
     "FAKE_COMMIT",
     "GOOD_MESSAGE",
     "ROOT",
@@ -33,6 +44,7 @@ __all__ = [
     "message",
     "pin_archive",
     "restore_commands",
+    "series_names",
     "sha256",
     "stop_after",
     "tree_id_of",

@@ -1,4 +1,4 @@
-"""The replay of this project's workflows (tests/test_workflows*.py): a fresh copy of the project on a synthetic
+"""The replay of this project's workflows (tests/ci/test_workflows*.py): a fresh copy of the project on a synthetic
 upstream, with the hardware probes stubbed, run in dry mode (CI_DRY_RUN=1)."""
 
 from __future__ import annotations

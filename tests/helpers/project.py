@@ -122,3 +122,9 @@ def stop_after(count: int):
         return wrapped
 
     return wrap
+
+
+def series_names(checkout: Checkout) -> list[str]:
+    """The patch names that patches/series lists, its comments left out."""
+    text = (checkout.root / "patches/series").read_text()
+    return [ln.split("#")[0].strip() for ln in text.splitlines() if ln.split("#")[0].strip()]

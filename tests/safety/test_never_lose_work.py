@@ -202,41 +202,6 @@ def test_a_backup_restores_with_the_listed_commands(checkout, capsys):
     assert checkout.cli("status") == 1  # the restored work is un-exported work again
 
 
-# -- 8: the lock ------------------------------------------------------------------------------------------------
-def test_a_held_lock_is_named_in_the_error(checkout):
-    from verl_patches.queue import lock
-
-    with lock.held(checkout.root / "build", "apply --test-holder"):
-        proc = run_cli(checkout, "apply", env={"VERL_PATCHES_LOCK_TIMEOUT": "0.3"})
-    assert proc.returncode == 1
-    assert f"pid {os.getpid()}" in proc.stderr and "apply --test-holder" in proc.stderr
-    assert not (checkout.tree).exists()
-
-
-def test_concurrent_applies_wait_for_each_other(checkout):
-    three_patches(checkout)
-    (checkout.root / "patches/series").write_text((checkout.root / "patches/series").read_text() + "# changed\n")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "verl_patches", "apply", "-C", str(checkout.root)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
-    assert [rc for rc, _ in results] == [0, 0, 0], results
-    assert checkout.user_git("status", "--porcelain") == ""
-    assert checkout.cli("status") == 0
-
-
-def test_a_lock_file_left_by_a_killed_command_does_not_block(checkout):
-    (checkout.root / "build").mkdir()
-    (checkout.root / "build/verl-patches.lock").write_text('{"pid": 999999, "host": "x", "command": "apply"}\n')
-    assert checkout.cli("apply") == 0
-
-
 # -- 6: .gitattributes -----------------------------------------------------------------------------------------
 def test_a_clone_with_autocrlf_checks_the_patches_out_byte_exact(checkout, tmp_path, monkeypatch):
     three_patches(checkout)

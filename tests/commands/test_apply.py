@@ -1,15 +1,13 @@
-"""apply / export / status on a synthetic upstream: determinism, byte stability, never losing work."""
+"""apply (and the status it leaves) on a synthetic upstream: the pinned sdist imported as a tagged commit, commit ids
+the same in every checkout, a hash mismatch, a dirty tree or unexported work refused, --force's backup, a patch
+that does not apply, a missing patch file, a series that lists one twice, a bad upstream.toml."""
 
 from __future__ import annotations
 
 import subprocess
 
 import pytest
-from helpers import GOOD_MESSAGE, make_sdist, sha256
-
-from verl_patches.model.patch import END_MARKER
-
-TEST_FILE = "tests/models/test_util_on_cpu.py"
+from helpers import GOOD_MESSAGE, make_sdist, message, series_names, sha256
 
 
 def add_fix(checkout, name="build_mask", message=GOOD_MESSAGE):
@@ -54,26 +52,6 @@ def test_commit_ids_are_identical_across_checkouts(checkout, tmp_path, monkeypat
     assert checkout.user_git("rev-parse", "HEAD^{tree}") == checkout.user_git("rev-parse", f"{first}^{{tree}}")
 
 
-def test_export_round_trip_is_byte_stable_under_hostile_config(checkout):
-    assert checkout.cli("apply") == 0
-    add_fix(checkout)
-    checkout.commit_in_tree("verl/windows.txt", b"line one\r\nline 2\r\n", GOOD_MESSAGE.replace("build_mask", "crlf"))
-    assert checkout.cli("export") == 0
-    exported = checkout.patches()
-    text = b"".join(exported.values())
-    assert b"diff --git a/verl/models/util.py b/verl/models/util.py" in text  # no noprefix leak
-    assert b"hostile signature" not in text
-    assert all(data.endswith(END_MARKER) for name, data in exported.items() if name.endswith(".patch"))
-    assert b"From 0000000000000000000000000000000000000000" in text
-    assert b"line 2\r\n" in text  # CRLF kept as bytes
-    assert b"[PATCH" not in text
-    # Rebuild from patches/ and export again: nothing changes.
-    assert checkout.cli("apply") == 0
-    assert checkout.cli("export") == 0
-    assert checkout.patches() == exported
-    assert (checkout.tree / "verl/windows.txt").read_bytes() == b"line one\r\nline 2\r\n"
-
-
 def test_gitattributes_in_sdist_cannot_convert_line_endings(checkout):
     assert checkout.cli("apply") == 0
     assert (checkout.tree / ".gitattributes").read_text() == "* text=auto\n"
@@ -82,23 +60,6 @@ def test_gitattributes_in_sdist_cannot_convert_line_endings(checkout):
     ).stdout
     assert blob == b"line one\r\nline two\r\n"
     assert checkout.user_git("status", "--porcelain") == ""
-
-
-def test_file_names_come_from_subjects_and_survive_reordering(checkout):
-    assert checkout.cli("apply") == 0
-    add_fix(checkout, "first", GOOD_MESSAGE.replace("build boolean masks in build_mask", "first change"))
-    checkout.commit_in_tree(
-        "verl/other.py", "Y = 2\n", GOOD_MESSAGE.replace("build boolean masks in build_mask", "second")
-    )
-    assert checkout.cli("export") == 0
-    series = (checkout.root / "patches/series").read_text().split("\n")
-    assert "megatron-fix-first-change.patch" in series and "megatron-fix-second.patch" in series
-    # Reorder in the build tree with git rebase: names stay, only the order changes.
-    base = checkout.user_git("rev-parse", "upstream/1.0.0").strip()
-    checkout.user_git("-c", "sequence.editor=sed -i -e '1{h;d}' -e '2G'", "rebase", "-q", "-i", base)
-    assert checkout.cli("export") == 0
-    names = [ln for ln in (checkout.root / "patches/series").read_text().splitlines() if not ln.startswith("#")]
-    assert names == ["megatron-fix-second.patch", "megatron-fix-first-change.patch"]
 
 
 def test_hash_mismatch_is_an_error_and_keeps_the_file(checkout, capsys):
@@ -176,13 +137,6 @@ def test_patch_that_does_not_apply_names_patch_and_file_and_leaves_no_am(checkou
     assert checkout.cli("apply") == 0
 
 
-def test_export_refuses_a_dirty_tree(checkout, capsys):
-    assert checkout.cli("apply") == 0
-    (checkout.tree / "verl/models/util.py").write_text("edited = True\n")
-    assert checkout.cli("export") == 1
-    assert "uncommitted" in capsys.readouterr().err
-
-
 def test_missing_patch_file_is_named(checkout, capsys):
     (checkout.root / "patches/series").write_text("absent.patch\n")
     assert checkout.cli("apply") == 1
@@ -194,3 +148,16 @@ def test_bad_upstream_toml_is_reported(checkout, capsys, broken):
     (checkout.root / "upstream.toml").write_text(broken)
     assert checkout.cli("apply") == 1
     assert "upstream.toml" in capsys.readouterr().err
+
+
+def test_duplicate_series_entry_is_named(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    checkout.commit_in_tree("verl/a.py", "A = 1\n", message("[megatron] fix: a"))
+    assert checkout.cli("export") == 0
+    (name,) = series_names(checkout)
+    with open(checkout.root / "patches/series", "a") as handle:
+        handle.write(f"{name}\n")
+    capsys.readouterr()
+    assert checkout.cli("apply") == 1
+    err = capsys.readouterr().err
+    assert f"patches/series lists {name} more than once" in err and "CONFLICT" not in err

@@ -1,5 +1,6 @@
-"""A command reads upstream.toml once and passes what it read on (checkout.Project.loaded), and parses each patch
-file at most once: the series and its patches are loaded with the checkout, once, and passed on too."""
+"""The checkout (checkout.py): a command reads upstream.toml once and passes what it read on (Project.loaded), and
+parses each patch file at most once: the series and its patches are loaded with the checkout, once, and passed on
+too; a relative build folder is relative to the checkout."""
 
 from __future__ import annotations
 
@@ -64,3 +65,13 @@ def test_a_command_parses_each_patch_file_at_most_once(checkout, monkeypatch, co
     print(f"{' '.join(command)}: parses per patch file: {dict(parsed)}")
     assert set(parsed) <= set(names)
     assert max(parsed.values(), default=0) <= 1, dict(parsed)
+
+
+def test_relative_build_dir_is_relative_to_the_checkout(checkout, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("VERL_PATCHES_BUILD_DIR", "out/build")
+    assert checkout.cli("apply") == 0
+    assert (checkout.root / "out/build/1.0.0/verl/.git").is_dir()
+    assert not (elsewhere / "out").exists()
