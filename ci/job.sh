@@ -2,7 +2,7 @@
 # Steps of the CI jobs (.github/workflows/cpu.yml, gpu.yml, npu.yml), called through make ci-* targets.
 # Usage: ci/job.sh STEP   (STEP: see the case below)
 # CI_DRY_RUN=1 checks each step's inputs and prints its heavy commands (venv builds, tests, training)
-# instead of running them; tests/test_workflows.py replays the workflows that way on CPU.
+# instead of running them; tests/ci/test_workflows.py replays the workflows that way on CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,17 +1,18 @@
-"""The command line: one argparse parser built from what each module of commands/ declares."""
+"""The command line: one argparse parser built from what each module of commands/ declares; a closed pipe is quiet."""
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from verl_patches import __version__, cli
 
-COMMANDS = Path(__file__).resolve().parent.parent / "src" / "verl_patches" / "commands"
+COMMANDS = ROOT / "src" / "verl_patches" / "commands"
 
 
 def test_every_command_module_is_listed_and_declares_its_command():
@@ -75,3 +76,18 @@ def test_progress_goes_to_stderr_as_it_is_and_in_order_with_stdout(checkout, cap
     )
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("kept a backup of build/1.0.0/verl: ") and lines[-1].startswith("applied 0 patch(es)")
+
+
+def test_piping_into_a_closed_reader_is_quiet(checkout):
+    assert checkout.cli("apply") == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `| head` that has already exited
+    proc = subprocess.run(
+        [sys.executable, "-m", "verl_patches", "table", "-C", str(checkout.root)],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(write_end)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode != 0

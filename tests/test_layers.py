@@ -6,8 +6,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-PACKAGE = Path(__file__).resolve().parent.parent / "src" / "verl_patches"
+PACKAGE = ROOT / "src" / "verl_patches"
 # Each layer, and the layers it may import from (the root's checkout and errors modules are open to all).
 ALLOWED = {
     "model": {"model"},

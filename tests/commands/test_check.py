@@ -1,0 +1,70 @@
+"""check driven through the CLI on the synthetic upstream: a good series, lint and staleness, a patch that does not
+apply, no build tree (lint and a trial apply)."""
+
+from __future__ import annotations
+
+import shutil
+
+from helpers import GOOD_MESSAGE
+
+GPU_TEST = "import pytest\n\n\ndef test_gpu():\n    pytest.skip('no gpu')\n"
+
+
+def add_good_patch(checkout):
+    checkout.commit_in_tree("tests/models/test_util_on_cpu.py", "def test_cpu():\n    assert True\n", "wip")
+    checkout.commit_in_tree("tests/models/test_util_on_gpu.py", GPU_TEST, "wip")
+    checkout.commit_in_tree("verl/models/util.py", "def build_mask(lengths, width):\n    return []\n", "wip")
+    base = checkout.user_git("rev-parse", "upstream/1.0.0").strip()
+    checkout.user_git("reset", "--soft", base)
+    checkout.user_git("commit", "-q", "-F", "-", input=GOOD_MESSAGE)
+
+
+def test_check_passes_on_a_good_series(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    capsys.readouterr()
+    assert checkout.cli("check") == 0
+    assert "no findings" in capsys.readouterr().out
+
+
+def test_check_reports_lint_and_staleness(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    checkout.user_git("commit", "-q", "--amend", "-m", "bad subject")
+    (checkout.root / "patches" / "stray.patch").write_bytes(b"From x\n")
+    capsys.readouterr()
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert "stray.patch: series-unused:" in out
+    # series findings stop before the trial apply; fix them and see the tree comparison.
+    (checkout.root / "patches" / "stray.patch").unlink()
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert "build/1.0.0/verl: up-to-date:" in out and "bad-subject.patch" in out
+
+
+def test_check_reports_a_patch_that_does_not_apply(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+    (name,) = [n for n in checkout.patches() if n != "series"]
+    path = checkout.root / "patches" / name
+    path.write_bytes(path.read_bytes().replace(b"-    return [[i", b"-    yield [[i").replace(b"index ", b"index-x "))
+    capsys.readouterr()
+    assert checkout.cli("check", "--no-apply") == 0
+    assert checkout.cli("check") == 1
+    out = capsys.readouterr().out
+    assert f"{name}: applies:" in out and "verl/models/util.py" in out
+
+
+def test_check_without_a_build_tree_lints_and_trial_applies(checkout, capsys):
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+
+    shutil.rmtree(checkout.root / "build")
+    capsys.readouterr()
+    assert checkout.cli("check") == 0  # a fresh clone: nothing un-exported to compare with
+    assert "no findings" in capsys.readouterr().out
