@@ -51,11 +51,6 @@ def os_error_message(exc: OSError, doing: str) -> str:
     return f"{doing}: {exc.strerror or exc}{where}. {what_to_do(exc.errno, exc.filename)}"
 
 
-# git's messages for the conditions of what_to_do
-_GIT_ERRNO = (("No space left on device", errno.ENOSPC), ("Permission denied", errno.EACCES),
-              ("insufficient permission", errno.EACCES), ("Read-only file system", errno.EROFS))  # fmt: skip
-
-
 class GitError(VerlPatchesError):
     """A git command failed; the message carries git's stderr."""
 
@@ -65,7 +60,7 @@ class GitError(VerlPatchesError):
         self.stderr = stderr
         self.stdout = stdout
         detail = stderr.strip() or stdout.strip() or "(no output)"
-        self.hint = advice or next((f"{what_to_do(code)}." for text, code in _GIT_ERRNO if text in detail), "")
+        self.hint = advice  # what to do, by git's message (git/repo.py)
         hint = f"\n{self.hint}" if self.hint else ""
         super().__init__(f"git {' '.join(args)} failed with exit code {returncode}:\n{detail}{hint}")
 

@@ -4,6 +4,7 @@ one test per kind of broken run it exists to catch."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import sys
@@ -146,3 +147,15 @@ def test_the_project_thresholds_bound_the_integer_mask_metrics_and_only_require_
     assert all(rule.required for rule in rules.values())
     assert rules[PROBS_GAP].max is not None and rules["rollout_corr/training_log_ppl"].max is not None
     assert all(rules[m].finite and rules[m].max_abs is None for m in ("actor/pg_loss", "actor/kl_loss"))
+
+
+NIGHTLY_PATCHES = sorted(ROOT.glob("patches/*/*nightly-ascend*smoke*.patch"))
+
+
+@pytest.mark.parametrize("patch", NIGHTLY_PATCHES, ids=lambda p: p.parent.name)
+def test_the_nightly_jobs_checker_in_verl_has_the_same_upper_bounds(patch):
+    """The series' nightly Ascend job checks its run with a copy of two of these bounds, in verl's tree."""
+    line = next(line for line in patch.read_text(encoding="utf-8").splitlines() if line.startswith("+MAX = {"))
+    in_verl = ast.literal_eval(line.removeprefix("+MAX = "))
+    here = {metric: rule.max for rule in load_thresholds(THRESHOLDS) for metric in rule.metrics if metric in in_verl}
+    assert in_verl == here

@@ -23,11 +23,18 @@ from helpers.project import (
     series_names,
     stop_after,
 )
+from verl_patches.testing.pytest_run import outcomes_of, parse
 
 # The repository's root: its Makefile, ci/, .github/ and src/.
 ROOT = Path(__file__).resolve().parents[2]
 # Hand-made input files of the tests (tests/data/).
 DATA = ROOT / "tests" / "data"
+
+
+def junit_outcomes(xml: str) -> dict[str, str]:
+    """The outcome per test (classname::name) of a junit XML document, as the tool reads it."""
+    return outcomes_of(parse(xml)[0])
+
 
 __all__ = [
     "BASE_FILES",
@@ -39,6 +46,7 @@ __all__ = [
     "Checkout",
     "Interrupted",
     "git_tree_id",
+    "junit_outcomes",
     "make_archive",
     "make_sdist",
     "message",

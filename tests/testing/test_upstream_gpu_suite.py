@@ -6,9 +6,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from helpers import GOOD_MESSAGE, make_sdist, sha256
-
-from verl_patches.testing.verl_suite import parse_junit
+from helpers import GOOD_MESSAGE, junit_outcomes, make_sdist, sha256
 
 WORKFLOW = ".github/workflows/gpu_unit_tests.yml"
 GPU_UNIT_TESTS = """\
@@ -78,8 +76,8 @@ def test_a_gpu_test_that_the_series_breaks_fails_and_one_that_fails_on_the_base_
     assert "upstream GPU suite on the base:        1 passed, 1 failed, 0 skipped (2 tests)" in out
     assert f"REGRESSION: passes on the base, fails with the series: {MASK_TEST}" in out
     assert "test_needs_flash_attn" not in out and "1 regression(s)" in out
-    base = parse_junit((tmp_path / "junit" / "upstream-gpu-base.xml").read_text())
-    series = parse_junit((tmp_path / "junit" / "upstream-gpu-series.xml").read_text())
+    base = junit_outcomes((tmp_path / "junit" / "upstream-gpu-base.xml").read_text())
+    series = junit_outcomes((tmp_path / "junit" / "upstream-gpu-series.xml").read_text())
     assert base[MASK_TEST] == "passed" and series[MASK_TEST] == "failed"
 
 

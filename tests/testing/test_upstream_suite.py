@@ -5,9 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from helpers import make_archive, pin_archive, tree_id_of
-
-from verl_patches.testing.verl_suite import parse_junit
+from helpers import junit_outcomes, make_archive, pin_archive, tree_id_of
 
 UPSTREAM_TEST = (
     "from verl.models.util import build_mask\n\n\n"
@@ -121,4 +119,4 @@ def test_junit_outcomes_keep_the_worse_of_call_and_teardown():
         '<error message="teardown"/></testcase><testcase classname="t" name="b"><skipped/></testcase>'
         "</testsuite></testsuites>"
     )
-    assert parse_junit(xml) == {"t::a": "failed", "t::b": "skipped"}
+    assert junit_outcomes(xml) == {"t::a": "failed", "t::b": "skipped"}

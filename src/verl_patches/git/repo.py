@@ -3,11 +3,13 @@
 Every call runs with a neutral configuration (no system or global config, C locale, UTC) so that
 a user's settings cannot change what the tool produces. Failures raise GitError with git's stderr and, for the
 failures that a person's action, a crash or a hostile archive causes (a lock file left behind, a damaged index, a
-.git that is not a repository, a path git refuses), what to do about it: the table _ADVICE, in one place.
+.git that is not a repository, a path git refuses, a full disk, a folder it may not write), what to do about it: the
+table _ADVICE, in one place.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shlex
@@ -15,7 +17,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from verl_patches.errors import GitError
+from verl_patches.errors import GitError, what_to_do
 from verl_patches.model.patch import PROJECT_EMAIL, PROJECT_NAME
 
 _NEUTRAL_ENV = {
@@ -164,6 +166,10 @@ def _path_refused(match: re.Match[str], repo: Path, own: bool) -> str:
     )
 
 
+def _os_error(code: int) -> Callable[[re.Match[str], Path, bool], str]:
+    return lambda match, repo, own: f"{what_to_do(code)}."
+
+
 # git's messages for the conditions a person (or a crash) causes, and what to do about each.
 _ADVICE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], Path, bool], str]], ...] = (
     (re.compile(r"Unable to create '(?P<path>[^']+\.lock)': File exists"), _lock_left),
@@ -176,6 +182,9 @@ _ADVICE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], Path, bool], str]
     ),
     (re.compile(r"not a git repository|invalid gitfile format"), _not_a_repository),
     (re.compile(r"invalid path '(?P<path>[^']*)'"), _path_refused),
+    (re.compile(r"No space left on device"), _os_error(errno.ENOSPC)),
+    (re.compile(r"Permission denied|insufficient permission"), _os_error(errno.EACCES)),
+    (re.compile(r"Read-only file system"), _os_error(errno.EROFS)),
 )
 
 

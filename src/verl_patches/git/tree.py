@@ -28,7 +28,6 @@ BRANCH = "series"
 # Branches the tool makes and owns: backups, rebase results, the branch of a scratch work tree.
 # A branch `verl-patches` of the user's would block these (git keeps refs as paths); `scratch/` would have been
 # blocked by a branch `scratch`, a common name.
-SCRATCH_PREFIX = scratch.BRANCH_PREFIX
 TOOL_BRANCH_PREFIXES = ("backup/", "rebase/", "verl-patches/")
 # The tip the tool last wrote to each branch it leaves for the user (rebase/<version>): refs/verl-patches/kept/<b>.
 KEPT_REFS = "refs/verl-patches/kept/"

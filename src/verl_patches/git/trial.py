@@ -10,7 +10,8 @@ from pathlib import Path
 
 from verl_patches.errors import PatchApplyError, VerlPatchesError
 from verl_patches.git import scratch
-from verl_patches.git.tree import SCRATCH_PREFIX, BuildTree
+from verl_patches.git.scratch import BRANCH_PREFIX
+from verl_patches.git.tree import BuildTree
 from verl_patches.model.upstream import Upstream
 from verl_patches.sources.source import import_source
 
@@ -24,7 +25,7 @@ def linked_worktree(main: BuildTree, commit: str, keep: str | None = None) -> It
     (BuildTree.check_tool_branch), and is recorded as the tool's when the block ends."""
     if keep:
         main.check_tool_branch(keep)
-    branch = keep or f"{SCRATCH_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+    branch = keep or f"{BRANCH_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     with scratch.folder("scratch") as tmp:
         path = Path(tmp) / "tree"
         main.git.run("worktree", "add", "--quiet", "--detach", str(path), commit)

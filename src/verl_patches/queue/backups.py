@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from verl_patches.errors import BackupError, GitError
 from verl_patches.git import scratch
 from verl_patches.git.tree import BRANCH, BuildTree
 from verl_patches.model.patch import PROJECT_EMAIL, PROJECT_NAME
-from verl_patches.model.timestamps import utc_id, utc_now
+from verl_patches.model.timestamps import utc_id, utc_stamp
 from verl_patches.sources import files
 
 INFO_FILE = "backup.json"
@@ -92,7 +93,7 @@ def _read_info(folder: Path) -> tuple[dict, str]:
 def _new(backup_dir: Path, tree: BuildTree | None) -> tuple[str, Path]:
     """A fresh id (UTC time plus a counter) whose folder and branch do not exist yet; the folder is created."""
     backup_dir.mkdir(parents=True, exist_ok=True)
-    stamp = utc_id()
+    stamp = utc_id(time.time())
     for n in range(1, 10_000):
         backup_id = f"{stamp}-{n}"
         if tree is not None and tree.exists() and tree.git.rev(f"refs/heads/backup/{backup_id}"):
@@ -218,7 +219,7 @@ def _take_tree(tree: BuildTree, reason: str, head: str, backup_id: str, folder: 
         "id": backup_id,
         "kind": "tree",
         "reason": reason,
-        "created": utc_now(),
+        "created": utc_stamp(time.time()),
         "tree": str(tree.path),
         "branch": f"backup/{backup_id}",
         "commit": commit,
@@ -261,7 +262,7 @@ def _take_patches(project: Project, reason: str, queue: str, backup_id: str, fol
         "id": backup_id,
         "kind": "patches",
         "reason": reason,
-        "created": utc_now(),
+        "created": utc_stamp(time.time()),
         "files": files,
         "queue": queue,
     }

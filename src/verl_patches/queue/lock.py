@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from verl_patches.errors import VerlPatchesError, os_error_message
-from verl_patches.model.timestamps import utc_now
+from verl_patches.model.timestamps import utc_stamp
 
 try:
     import fcntl
@@ -115,7 +115,7 @@ def held(build_dir: Path, command: str, timeout: float | None = None, name: str 
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "command": command,
-            "since": utc_now(),
+            "since": utc_stamp(time.time()),
         }
         if writable:
             os.ftruncate(fd, 0)

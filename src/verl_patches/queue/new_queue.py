@@ -101,7 +101,7 @@ def write(
         logger.info(f"kept a backup of {queue}: {kept.id} ({kept.folder})")
     if declare:
         text = project.upstream_path.read_text(encoding="utf-8")
-        project.upstream_path.write_text(text.rstrip("\n") + "\n\n" + table(upstream, queue), encoding="utf-8")
+        state_files.write_atomic(project.upstream_path, (text.rstrip("\n") + "\n\n" + table(upstream, queue)).encode())
         logger.info(f"declared base {upstream.version} in upstream.toml")
     if not differs:
         logger.info(f"{queue} already holds this queue; nothing to write")

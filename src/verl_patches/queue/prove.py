@@ -10,7 +10,8 @@ from verl_patches.git.tree import BuildTree
 from verl_patches.git.trial import apply_each, scratch_tree
 from verl_patches.model.patch import Patch
 from verl_patches.testing.helper_tests import tests_of
-from verl_patches.testing.runner import FAILED_CODES, PytestRunner
+from verl_patches.testing.pytest_run import FAILED_CODES
+from verl_patches.testing.runner import PytestRunner
 
 logger = logging.getLogger(__name__)
 

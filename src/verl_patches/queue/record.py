@@ -6,11 +6,12 @@ It lives in the tree's git folder (removed with the tree) as a small JSON file, 
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verl_patches.checkout import UPSTREAM_FILE, Project
-from verl_patches.model.timestamps import utc_now
+from verl_patches.model.timestamps import utc_stamp
 from verl_patches.sources import files
 
 RECORD_FILE = "verl-patches-record.json"
@@ -65,7 +66,7 @@ def read(git_dir: Path) -> Record | None:
 
 
 def write(git_dir: Path, record: Record) -> None:
-    record.updated = utc_now()
+    record.updated = utc_stamp(time.time())
     files.write_json(path_in(git_dir), asdict(record))
 
 

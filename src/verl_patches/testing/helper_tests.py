@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from verl_patches.errors import GitError
-from verl_patches.git.repo import Git
+from verl_patches.git.repo import Git, advice
 from verl_patches.model.patch import Patch
 
 
@@ -33,7 +33,8 @@ def importers(git: Git, rev: str, helpers: list[str], suffix: str) -> list[str]:
     argv = ["grep", "-l", "-F", *needles, rev, "--", "tests/"]
     proc = git.run(*argv, check=False)
     if proc.returncode > 1:  # 1: nothing matched
-        raise GitError(argv, proc.returncode, proc.stderr.decode(errors="replace"))
+        stderr = proc.stderr.decode(errors="replace")
+        raise GitError(argv, proc.returncode, stderr, advice=advice(stderr, git.repo, git.own))
     candidates = [line.split(":", 1)[1] for line in proc.stdout.decode(errors="replace").splitlines() if ":" in line]
     patterns = [import_pattern(helper) for helper in helpers]
     found = []

@@ -9,10 +9,9 @@ from pathlib import Path
 from verl_patches.git.tree import BuildTree
 from verl_patches.sources import files as state_files
 from verl_patches.testing import pytest_run
-from verl_patches.testing.pytest_run import FAILED_CODES
 from verl_patches.testing.venv import run_env
 
-__all__ = ["FAILED_CODES", "Outcome", "PytestRunner"]
+__all__ = ["Outcome", "PytestRunner"]
 
 
 @dataclass(frozen=True)

@@ -108,11 +108,6 @@ def _pytest(python: Path, tree: Path, env, args: list[str], timeout: int, keep: 
         return result.outcomes
 
 
-def parse_junit(text: str) -> dict[str, str]:
-    """Outcome per test (classname::name) of a junit XML document."""
-    return pytest_run.outcomes_of(pytest_run.parse(text)[0])
-
-
 def regressions(base: SuiteResult, patched: SuiteResult) -> list[str]:
     """Tests that pass on the base and fail with the series."""
     return sorted(t for t, o in base.outcomes.items() if o == "passed" and patched.outcomes.get(t) == "failed")
