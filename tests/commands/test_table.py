@@ -4,18 +4,8 @@ from __future__ import annotations
 
 import re
 
-from helpers import GOOD_MESSAGE, message
-
-GPU_TEST = "import pytest\n\n\ndef test_gpu():\n    pytest.skip('no gpu')\n"
-
-
-def add_good_patch(checkout):
-    checkout.commit_in_tree("tests/models/test_util_on_cpu.py", "def test_cpu():\n    assert True\n", "wip")
-    checkout.commit_in_tree("tests/models/test_util_on_gpu.py", GPU_TEST, "wip")
-    checkout.commit_in_tree("verl/models/util.py", "def build_mask(lengths, width):\n    return []\n", "wip")
-    base = checkout.user_git("rev-parse", "upstream/1.0.0").strip()
-    checkout.user_git("reset", "--soft", base)
-    checkout.user_git("commit", "-q", "-F", "-", input=GOOD_MESSAGE)
+from helpers import message
+from helpers.steps import GPU_TEST, add_good_patch
 
 
 def test_table_lists_subject_status_and_tests(checkout, capsys):

@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import zipfile
 
-from helpers import GOOD_MESSAGE
-
-GPU_TEST = "import pytest\n\n\ndef test_gpu():\n    pytest.skip('no gpu')\n"
-
-
-def add_good_patch(checkout):
-    checkout.commit_in_tree("tests/models/test_util_on_cpu.py", "def test_cpu():\n    assert True\n", "wip")
-    checkout.commit_in_tree("tests/models/test_util_on_gpu.py", GPU_TEST, "wip")
-    checkout.commit_in_tree("verl/models/util.py", "def build_mask(lengths, width):\n    return []\n", "wip")
-    base = checkout.user_git("rev-parse", "upstream/1.0.0").strip()
-    checkout.user_git("reset", "--soft", base)
-    checkout.user_git("commit", "-q", "-F", "-", input=GOOD_MESSAGE)
+from helpers.steps import add_good_patch
 
 
 def test_wheel_is_reproducible_with_local_version(checkout, tmp_path):

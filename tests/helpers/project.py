@@ -3,7 +3,9 @@ interrupting the tool."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,16 @@ class Checkout:
     def cli(self, *argv: str) -> int:
         command, *rest = argv
         return cli_main([command, "-C", str(self.root), *rest])
+
+    def run(self, *argv: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+        """The tool in a process of its own (`python -m verl_patches`), with env added to this one's environment; it
+        may take 120 s unless told otherwise."""
+        command, *rest = argv
+        kwargs.setdefault("timeout", 120)
+        return subprocess.run(
+            [sys.executable, "-m", "verl_patches", command, "-C", str(self.root), *rest],
+            capture_output=True, text=True, env={**os.environ, **(env or {})}, **kwargs,
+        )  # fmt: skip
 
     def pin(self, version: str, sha: str) -> None:
         self.version = version

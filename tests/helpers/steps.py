@@ -1,8 +1,21 @@
-"""A queue of three patches that change verl/models/util.py one step after another."""
+"""Synthetic queues: one good patch with its tests; three patches that change verl/models/util.py one step after
+another."""
 
 from __future__ import annotations
 
-from helpers.project import Checkout, message
+from helpers.project import GOOD_MESSAGE, Checkout, message
+
+GPU_TEST = "import pytest\n\n\ndef test_gpu():\n    pytest.skip('no gpu')\n"
+
+
+def add_good_patch(checkout: Checkout) -> None:
+    """One commit above the import with a fix, its CPU test and its GPU twin, and a good message."""
+    checkout.commit_in_tree("tests/models/test_util_on_cpu.py", "def test_cpu():\n    assert True\n", "wip")
+    checkout.commit_in_tree("tests/models/test_util_on_gpu.py", GPU_TEST, "wip")
+    checkout.commit_in_tree("verl/models/util.py", "def build_mask(lengths, width):\n    return []\n", "wip")
+    base = checkout.user_git("rev-parse", f"upstream/{checkout.version}").strip()
+    checkout.user_git("reset", "--soft", base)
+    checkout.user_git("commit", "-q", "-F", "-", input=GOOD_MESSAGE)
 
 
 def three_patches(checkout: Checkout) -> list[str]:

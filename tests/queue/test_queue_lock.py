@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from helpers import Checkout, message
+from helpers import message
 from helpers.steps import three_patches
 
 
@@ -36,23 +36,12 @@ def test_an_export_from_another_build_folder_waits_for_the_queue_lock(checkout, 
     assert (checkout.root / "patches" / "series").read_text() == "# series\n"  # nothing written while held
 
 
-def run_cli(checkout: Checkout, *argv: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-    command, *rest = argv
-    return subprocess.run(
-        [sys.executable, "-m", "verl_patches", command, "-C", str(checkout.root), *rest],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        **kwargs,
-    )
-
-
 # -- 8: the lock ------------------------------------------------------------------------------------------------
 def test_a_held_lock_is_named_in_the_error(checkout):
     from verl_patches.queue import lock
 
     with lock.held(checkout.root / "build", "apply --test-holder"):
-        proc = run_cli(checkout, "apply", env={"VERL_PATCHES_LOCK_TIMEOUT": "0.3"})
+        proc = checkout.run("apply", env={"VERL_PATCHES_LOCK_TIMEOUT": "0.3"})
     assert proc.returncode == 1
     assert f"pid {os.getpid()}" in proc.stderr and "apply --test-holder" in proc.stderr
     assert not (checkout.tree).exists()

@@ -6,23 +6,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from helpers import ROOT, Checkout, message
 from helpers.steps import _util, three_patches
-
-
-def run_cli(checkout: Checkout, *argv: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-    command, *rest = argv
-    return subprocess.run(
-        [sys.executable, "-m", "verl_patches", command, "-C", str(checkout.root), *rest],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        **kwargs,
-    )
 
 
 # -- 1: a failed apply is not marked synced ----------------------------------------------------------------
@@ -149,7 +137,7 @@ def test_apply_recovers_from_an_interrupted_am_with_git_locks(checkout, tmp_path
     (shim / "git").chmod(0o755)
     env = {"PATH": f"{shim}:{os.environ['PATH']}", "REAL_GIT": shutil.which("git"), "INTERRUPT_ON": names[1]}
     # SIGINT as in a terminal, even when pytest runs where it is ignored (a background job of a script).
-    proc = run_cli(checkout, "apply", env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = checkout.run("apply", env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.returncode == 130, proc.stderr
     assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr
     assert (checkout.tree / ".git/index.lock").exists() and (checkout.tree / ".git/rebase-apply").exists()

@@ -8,7 +8,6 @@ import errno
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 from helpers import Checkout, message, pin_archive, restore_commands
@@ -17,14 +16,6 @@ from verl_patches.queue import backups, lock, record, sync
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_permissions = pytest.mark.skipif(AS_ROOT, reason="root writes through file permissions")
-
-
-def run_cli(checkout: Checkout, *argv: str, env: dict | None = None, timeout: float = 120):
-    command, *rest = argv
-    return subprocess.run(
-        [sys.executable, "-m", "verl_patches", command, "-C", str(checkout.root), *rest],
-        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout,
-    )  # fmt: skip
 
 
 def with_work(checkout: Checkout) -> None:
@@ -46,8 +37,8 @@ def test_read_only_folders_give_an_error_that_says_what_to_do(checkout, folder):
     with_work(checkout)
     chmod_tree(checkout.root / folder, writable=False)
     try:
-        status = run_cli(checkout, "status")
-        apply = run_cli(checkout, "apply", "--force")
+        status = checkout.run("status")
+        apply = checkout.run("apply", "--force")
     finally:
         chmod_tree(checkout.root / folder, writable=True)
     assert status.returncode == 1 and "not exported yet" in status.stdout, status.stderr
@@ -143,7 +134,7 @@ def test_restore_commands_work_in_a_path_with_a_space(checkout, tmp_path, capsys
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "ten"])
 def test_a_lock_timeout_that_is_not_a_number_of_seconds_is_refused(checkout, value):
     with lock.held(checkout.root / "build", "apply --test-holder"):
-        proc = run_cli(checkout, "status", env={lock.TIMEOUT_ENV: value}, timeout=30)
+        proc = checkout.run("status", env={lock.TIMEOUT_ENV: value}, timeout=30)
     assert proc.returncode == 1 and lock.TIMEOUT_ENV in proc.stderr and "Traceback" not in proc.stderr
 
 
