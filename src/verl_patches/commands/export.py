@@ -80,9 +80,9 @@ def run(project: Project, args: argparse.Namespace) -> int:
         kept = backups.take_patches(project, f"{project.queue}/ before `export` changed {', '.join(replaced)}")
         print(f"kept a backup of {project.queue}/: {kept.id} ({kept.folder})")
     head = tree.head()
-    record.write(tree.git_dir(), record.Record(record.EXPORTING, record.source_digest(project), head=head))
+    record.write(tree.git_dir(), record.Record(record.EXPORTING, head=head, **record.built_from(project)))
     changes = write_export(project, exported)
-    record.write(tree.git_dir(), record.Record(record.COMPLETE, record.source_digest(project), head=head))
+    record.write(tree.git_dir(), record.Record(record.COMPLETE, head=head, **record.built_from(project)))
     for line in changes:
         print(line)
     print(f"exported {len(exported)} patch(es); {'no changes' if not changes else f'{len(changes)} change(s)'}")

@@ -57,8 +57,9 @@ def sweep(build_dir: Path) -> list[Path]:
 
 def _sweep_branches(git: Git) -> None:
     """Delete the scratch branches of commands that no longer run (a SIGKILL skips the cleanup that deletes them),
-    with the scratch work trees that still have one checked out. A branch checked out in a work tree outside this
-    tool's temporary folders is someone's work: it stays."""
+    with the scratch work trees that still have one checked out. A branch checked out in any other work tree (the
+    build tree itself included: a user may check a scratch branch out there and commit on it) is someone's work: it
+    stays."""
     folder = BRANCH_PREFIX.rsplit("/", 1)[0]  # for-each-ref matches whole components of a ref's name
     refs = git.run("for-each-ref", "--format=%(refname)", f"refs/heads/{folder}/", check=False)
     dead = set()
@@ -69,12 +70,13 @@ def _sweep_branches(git: Git) -> None:
     if not dead:
         return
     listing = git.run("worktree", "list", "--porcelain", check=False).stdout.decode(errors="replace")
-    for entry in listing.split("\n\n")[1:]:  # the first is the build tree itself
+    # Every work tree, the build tree itself (the first) included, which is never a scratch work tree.
+    for index, entry in enumerate(listing.split("\n\n")):
         fields = dict(line.split(" ", 1) for line in entry.splitlines() if " " in line)
         if fields.get("branch") not in dead:
             continue
         path = Path(fields.get("worktree", ""))
-        owner = _NAME.match(path.parent.name)
+        owner = _NAME.match(path.parent.name) if index else None
         if owner and not _running(int(owner.group(1))):
             git.run("worktree", "remove", "--force", str(path), check=False)
             shutil.rmtree(path.parent, ignore_errors=True)

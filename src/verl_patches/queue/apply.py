@@ -85,10 +85,10 @@ def apply_series(project: Project, force: bool = False) -> BuildTree:
     interrupted = prepare_rebuild(project, tree, force) if tree.exists() else False
     if not tree.import_commit(upstream):
         fetch(upstream, project.cache_dir, project.mirror)  # a download fails before the tree is touched
-    source = record.source_digest(project)
+    source = record.built_from(project)
     previous = record.read(tree.git_dir()) if tree.exists() else None
     if tree.exists():
-        record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
+        record.write(tree.git_dir(), record.Record(record.APPLYING, head=tree.head(), **source))
         if interrupted or not tree.head():
             # The record says an apply was cut short: git's locks are those its git commands left. A lock
             # in any other state may be a user's git still at work in build/verl; it is left alone.
@@ -101,7 +101,7 @@ def apply_series(project: Project, force: bool = False) -> BuildTree:
     except VerlPatchesError:  # a mismatched or unreadable source: the tree is as it was, and so is its record
         record.put_back(tree.git_dir(), previous)
         raise
-    record.write(tree.git_dir(), record.Record(state=record.APPLYING, source=source, head=tree.head()))
+    record.write(tree.git_dir(), record.Record(record.APPLYING, head=tree.head(), **source))
     tree.discard_in_progress()
     tree.reset_to(base)
     applied = tree.head()
@@ -109,7 +109,7 @@ def apply_series(project: Project, force: bool = False) -> BuildTree:
         try:
             apply_each(tree, [(name, project.patch_path(name))])
         except PatchApplyError as exc:
-            record.write(tree.git_dir(), record.Record(record.FAILED, source, head=tree.head(), patch=name))
+            record.write(tree.git_dir(), record.Record(record.FAILED, head=tree.head(), patch=name, **source))
             raise PatchApplyError(
                 name,
                 f"{exc.detail}\nThe tool aborted that git am: nothing is left in progress, and {project.tree_name} "
@@ -119,5 +119,5 @@ def apply_series(project: Project, force: bool = False) -> BuildTree:
             ) from None
         applied = tree.head()
     rewrites = sum(planned_changes(project, tree.export(base)), [])
-    record.write(tree.git_dir(), record.Record(record.COMPLETE, source, head=applied, rewrites=rewrites))
+    record.write(tree.git_dir(), record.Record(record.COMPLETE, head=applied, rewrites=rewrites, **source))
     return tree

@@ -9,6 +9,7 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from verl_patches.checkout import UPSTREAM_FILE, Project
 from verl_patches.model.timestamps import utc_stamp
@@ -33,6 +34,30 @@ class Record:
     # COMPLETE after an apply: files of the queue that an export of `head` would rewrite (bytes export does not
     # write: a signature block, another encoding, ...)
     rewrites: list[str] = field(default_factory=list)
+    # declaration_digest() of the base's declaration alone, which `source` also covers: None in a record an older
+    # version wrote, where the declaration may have changed
+    declaration: str | None = None
+
+
+class Digests(TypedDict):
+    source: str
+    declaration: str
+
+
+def built_from(project: Project) -> Digests:
+    """A record's digests of what the selected base's tree is built from (or exported to): Record(state, **these)."""
+    return {"source": source_digest(project), "declaration": declaration_digest(project)}
+
+
+def declaration_digest(project: Project) -> str:
+    """sha256 over the selected base's declaration in upstream.toml alone (see source_digest)."""
+    return hashlib.sha256(project.selected().declaration.encode()).hexdigest()
+
+
+def declaration_unchanged(project: Project, rec: Record | None) -> bool:
+    """The record says the selected base is declared as it was when the record was written (a record without the
+    declaration's own digest does not)."""
+    return rec is not None and rec.declaration == declaration_digest(project)
 
 
 def source_digest(project: Project) -> str:

@@ -175,7 +175,8 @@ def assess(project: Project, tree: BuildTree) -> TreeState:
     commits = [sha for sha, _ in tree.commits_above(base)]
     differences = export_differences(project, exported, commits)
     if not differences:
-        state.stale = []  # the tree's commits export to exactly what patches/ holds now
+        if record.declaration_unchanged(project, rec):
+            state.stale = []  # the tree's commits export to exactly what patches/ holds now, under the same base
     elif state.stale:
         moved = _commits_since(tree, rec.head) if rec else None
         if moved is None:
@@ -191,8 +192,10 @@ def _find_lost_exports(project: Project, tree: BuildTree, state: TreeState, list
     """patches/ changed since the tree was built or exported: a pull (the tree is behind), or an export undone (a
     `git checkout -- patches/` after `export`: the tree is the only copy of its commits). The commits whose patch,
     as export writes it, is neither in patches/ nor anywhere in the checkout's git history are work, named with
-    what to do. When they are all new patches and nothing else differs, patches/ merely lost them: the tree is not
-    stale but ahead, and a plain export writes them again."""
+    what to do. When they are all new patches, nothing else differs and upstream.toml declares the base as it did
+    when the tree was built or exported, patches/ merely lost them: the tree is not stale but ahead, and a plain
+    export writes them again. A changed declaration (or a record without its digest) keeps the tree stale: it was
+    built from another base, and no export makes it this one."""
     base = tree.base_tag()
     saved = _saved_blobs(project)
     if base is None or saved is None:
@@ -213,9 +216,10 @@ def _find_lost_exports(project: Project, tree: BuildTree, state: TreeState, list
             kinds.add(kind)
     if not lost:
         return
-    ahead = not other and not listed and kinds == {"new"}
+    declared = record.declaration_unchanged(project, state.record)
+    ahead = declared and not other and not listed and kinds == {"new"}
     why = f"{project.queue}/ lost it since the tree was exported, and the checkout's git history does not hold it"
-    if not ahead:
+    if declared and not ahead:
         why += f"; if only undoing that export changed {project.queue}/, `verl-patches export --force` writes it again"
     state.unexported += [f"{line}: {why}" for line in lost]
     if ahead:
