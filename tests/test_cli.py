@@ -91,3 +91,41 @@ def test_piping_into_a_closed_reader_is_quiet(checkout):
     os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode != 0
+
+
+@pytest.mark.parametrize("command", ["table", "apply"])
+def test_a_closed_stdout_is_no_crash(checkout, command):
+    """`verl-patches table >&-`: Python's sys.stdout is None; progress messages and the result's flush cope."""
+    assert checkout.cli("apply") == 0
+    proc = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'exec "$@" >&-',
+            "bash",
+            sys.executable,
+            "-m",
+            "verl_patches",
+            command,
+            "-C",
+            str(checkout.root),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("redirect", ["1</dev/null", ">/dev/full"])
+@pytest.mark.parametrize("command", ["table", "status"])
+def test_a_stdout_that_cannot_be_written_is_an_error_without_a_traceback(checkout, command, redirect):
+    proc = subprocess.run(
+        ["bash", "-c", f'exec "$@" {redirect}', "bash", sys.executable, "-m", "verl_patches", command],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=checkout.root,
+        env={name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"},  # written at the end
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert proc.stderr.startswith(f"verl-patches: error: {command} stopped: "), proc.stderr
