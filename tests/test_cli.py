@@ -44,6 +44,32 @@ def test_an_unknown_command_is_a_usage_error(capsys):
     assert "verl-patches: unknown command 'frobnicate'" in err and "apply" in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["status", "extra"], "unrecognized arguments: extra"),
+        (["apply", "--bogus"], "unrecognized arguments: --bogus"),
+        (["export", "--base"], "argument --base: expected one argument"),
+    ],
+    ids=["extra-word", "unknown-option", "missing-value"],
+)
+def test_a_usage_error_shows_its_command_usage(tmp_path, monkeypatch, capsys, argv, error):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: verl-patches {argv[0]} [-h] [-C DIR]"), err
+    assert err.endswith(f"verl-patches {argv[0]}: error: {error}\n"), err
+
+
+@pytest.mark.parametrize("word", ["--bogus", "-x", "-C"])
+def test_an_option_in_place_of_the_command_is_an_unknown_command(capsys, word):
+    assert cli.main([word, "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"verl-patches: unknown command {word!r}") and "range-diff" in err
+
+
 def test_a_command_help_needs_no_checkout(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_:

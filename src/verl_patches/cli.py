@@ -24,6 +24,8 @@ from verl_patches.queue import lock
 from verl_patches.sources.source import mirror_from
 
 PROG = "verl-patches"
+# What the top parser takes before a command.
+TOP_OPTIONS = ("-h", "--help", "--version")
 # What to run after an interrupted command that declares no advice of its own.
 RECOVERY = "run `verl-patches status` to see where the build tree stands, then the command again"
 
@@ -79,7 +81,7 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
         command: Command = module.COMMAND
         p = sub.add_parser(command.name, help=command.help, description=command.description, parents=[common])
         module.arguments(p)
-        p.set_defaults(func=module.run, command=command)
+        p.set_defaults(func=module.run, command=command, parser=p)
     return top
 
 
@@ -155,10 +157,12 @@ def main(argv: list[str] | None = None) -> int:
             if not argv:
                 print(top.format_help(), end="")
                 return 0
-            if not argv[0].startswith("-") and argv[0] not in names:
+            if argv[0] not in names and argv[0] not in TOP_OPTIONS:
                 print(f"{PROG}: unknown command {argv[0]!r}\n\n{top.format_help()}", end="", file=sys.stderr)
                 return 2
-            args = top.parse_args(argv)
+            args, extras = top.parse_known_args(argv)
+            if extras:  # reported with the command's usage, as its parser would (the top parser shows its own)
+                args.parser.error(f"unrecognized arguments: {' '.join(extras)}")
             command = args.command
             status = run_command(args, " ".join(argv))
             try:
