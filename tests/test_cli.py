@@ -44,6 +44,32 @@ def test_an_unknown_command_is_a_usage_error(capsys):
     assert "verl-patches: unknown command 'frobnicate'" in err and "apply" in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["status", "extra"], "unrecognized arguments: extra"),
+        (["apply", "--bogus"], "unrecognized arguments: --bogus"),
+        (["export", "--base"], "argument --base: expected one argument"),
+    ],
+    ids=["extra-word", "unknown-option", "missing-value"],
+)
+def test_a_usage_error_shows_its_command_usage(tmp_path, monkeypatch, capsys, argv, error):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: verl-patches {argv[0]} [-h] [-C DIR]"), err
+    assert err.endswith(f"verl-patches {argv[0]}: error: {error}\n"), err
+
+
+@pytest.mark.parametrize("word", ["--bogus", "-x", "-C"])
+def test_an_option_in_place_of_the_command_is_an_unknown_command(capsys, word):
+    assert cli.main([word, "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"verl-patches: unknown command {word!r}") and "range-diff" in err
+
+
 def test_a_command_help_needs_no_checkout(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_:
@@ -91,3 +117,41 @@ def test_piping_into_a_closed_reader_is_quiet(checkout):
     os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode != 0
+
+
+@pytest.mark.parametrize("command", ["table", "apply"])
+def test_a_closed_stdout_is_no_crash(checkout, command):
+    """`verl-patches table >&-`: Python's sys.stdout is None; progress messages and the result's flush cope."""
+    assert checkout.cli("apply") == 0
+    proc = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'exec "$@" >&-',
+            "bash",
+            sys.executable,
+            "-m",
+            "verl_patches",
+            command,
+            "-C",
+            str(checkout.root),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("redirect", ["1</dev/null", ">/dev/full"])
+@pytest.mark.parametrize("command", ["table", "status"])
+def test_a_stdout_that_cannot_be_written_is_an_error_without_a_traceback(checkout, command, redirect):
+    proc = subprocess.run(
+        ["bash", "-c", f'exec "$@" {redirect}', "bash", sys.executable, "-m", "verl_patches", command],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=checkout.root,
+        env={name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"},  # written at the end
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert proc.stderr.startswith(f"verl-patches: error: {command} stopped: "), proc.stderr

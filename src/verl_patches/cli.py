@@ -24,6 +24,8 @@ from verl_patches.queue import lock
 from verl_patches.sources.source import mirror_from
 
 PROG = "verl-patches"
+# What the top parser takes before a command.
+TOP_OPTIONS = ("-h", "--help", "--version")
 # What to run after an interrupted command that declares no advice of its own.
 RECOVERY = "run `verl-patches status` to see where the build tree stands, then the command again"
 
@@ -79,7 +81,7 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
         command: Command = module.COMMAND
         p = sub.add_parser(command.name, help=command.help, description=command.description, parents=[common])
         module.arguments(p)
-        p.set_defaults(func=module.run, command=command)
+        p.set_defaults(func=module.run, command=command, parser=p)
     return top
 
 
@@ -92,9 +94,44 @@ class _Stderr(logging.StreamHandler):
         self.setFormatter(logging.Formatter("%(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
-        sys.stdout.flush()
+        with contextlib.suppress(OSError, ValueError):  # a stdout that cannot be written: the command's end says so
+            flush_stdout()
         self.stream = sys.stderr  # not setStream(): that flushes the stream of before, which may be closed
         super().emit(record)
+
+
+def flush_stdout() -> None:
+    """stdout's buffer written out, when there is a stdout that is open (a caller may have closed sys.stdout)."""
+    if sys.stdout is not None and not getattr(sys.stdout, "closed", False):
+        sys.stdout.flush()
+
+
+def stdout_to_devnull() -> None:
+    """What stdout still holds, and the interpreter's final flush, go to /dev/null quietly."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # no stdout, or a closed one: nothing held
+        fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+
+
+def standard_streams() -> None:
+    """A stream the tool was started without (`verl-patches table >&-`: Python's sys.stdout is None) writes to
+    /dev/null: the command runs as usual, its output goes nowhere, and its descriptor holds /dev/null, so that no
+    file the tool opens takes it (a child, git or pytest, would write into that file)."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+        setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # open until the process ends
 
 
 def log_to_stderr() -> None:
@@ -108,6 +145,7 @@ def log_to_stderr() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    standard_streams()
     log_to_stderr()
     command: Command | None = None
     try:
@@ -119,13 +157,22 @@ def main(argv: list[str] | None = None) -> int:
             if not argv:
                 print(top.format_help(), end="")
                 return 0
-            if not argv[0].startswith("-") and argv[0] not in names:
+            if argv[0] not in names and argv[0] not in TOP_OPTIONS:
                 print(f"{PROG}: unknown command {argv[0]!r}\n\n{top.format_help()}", end="", file=sys.stderr)
                 return 2
-            args = top.parse_args(argv)
+            args, extras = top.parse_known_args(argv)
+            if extras:  # reported with the command's usage, as its parser would (the top parser shows its own)
+                args.parser.error(f"unrecognized arguments: {' '.join(extras)}")
             command = args.command
             status = run_command(args, " ".join(argv))
-            sys.stdout.flush()  # a reader that went away is noticed here, not at exit
+            try:
+                flush_stdout()  # a reader that went away is noticed here, not at exit
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # `1</dev/null`: the result was not written
+                print(f"{PROG}: error: {os_error_message(exc, f'{command.name} stopped')}", file=sys.stderr)
+                stdout_to_devnull()
+                return 1
             return status
     except KeyboardInterrupt as exc:
         name = command.name if command else (argv[0] if argv else PROG)
@@ -134,8 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return signals.exit_status(exc)
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: stop quietly, and keep the interpreter's final flush quiet too.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        stdout_to_devnull()
         return 1
 
 

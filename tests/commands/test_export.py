@@ -4,8 +4,11 @@ refused."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 
+import pytest
 from helpers import GOOD_MESSAGE, message, series_names
 
 from verl_patches.model.patch import END_MARKER
@@ -109,3 +112,18 @@ def test_clashing_file_names_do_not_swap_on_reorder(checkout):
     for name, data in after.items():
         subject = [ln for ln in data.split(b"\n") if ln.startswith(b"Subject:")]
         assert subject == [ln for ln in before[name].split(b"\n") if ln.startswith(b"Subject:")]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002], ids=lambda m: f"umask-{m:03o}")
+def test_exported_files_follow_the_umask(checkout, umask):
+    """patches/ is shared like any checkout's files: what export writes has the modes git checkout would give."""
+    assert checkout.cli("apply") == 0
+    add_fix(checkout)
+    previous = os.umask(umask)
+    try:
+        assert checkout.cli("export") == 0
+    finally:
+        os.umask(previous)
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in (checkout.root / "patches").iterdir()}
+    assert "series" in modes and len(modes) == 2
+    assert modes == dict.fromkeys(modes, 0o666 & ~umask)

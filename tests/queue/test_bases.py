@@ -44,11 +44,35 @@ def test_the_legacy_upstream_table_is_refused_with_how_to_write_it(checkout, cap
     assert checkout.cli("status") == 1
     err = capsys.readouterr().err
     assert "upstream.toml: the [upstream] table is no longer read" in err, err
-    assert 'rename [upstream] to [base."1.0.0"] and add queue = "patches"' in err, err
+    assert 'then rename [upstream] to [base."1.0.0"] and add queue = "patches"' in err, err
+    assert "first move build/verl (and build/backups, if present) to build/1.0.0/" in err, err
     with pytest.raises(ConfigError, match=r'\[base\."<version>"\]'):
         parse_bases({"upstream": {"name": "verl"}})
     with pytest.raises(ConfigError, match=r"declares no base: add a table \[base"):
         parse_bases({})
+
+
+def test_the_legacy_layouts_tree_is_found_again_by_following_the_advice(checkout, capsys):
+    """The [upstream] layout kept its tree in build/verl: moved as the error says, its un-exported commit is seen."""
+    assert checkout.cli("apply") == 0
+    checkout.commit_in_tree("verl/extra.py", "X = 1\n", message("[misc] fix: not exported yet"))
+    (checkout.tree / "verl" / "extra.py").write_text("X = 2\n")
+    assert checkout.cli("apply", "--force") == 0  # a backup, and the commit is gone from the tree
+    checkout.commit_in_tree("verl/kept.py", "K = 1\n", message("[misc] fix: only in build/verl"))
+    build = checkout.root / "build"
+    for name in ("verl", "backups"):
+        (build / "1.0.0" / name).rename(build / name)
+    declared = (checkout.root / "upstream.toml").read_text()
+    (checkout.root / "upstream.toml").write_text(declared.replace('[base."1.0.0"]', '[upstream]\nversion = "1.0.0"'))
+    capsys.readouterr()
+    assert checkout.cli("status") == 1
+    assert "first move build/verl (and build/backups, if present) to build/1.0.0/" in capsys.readouterr().err
+    for name in ("verl", "backups"):  # what the advice says, then the table renamed
+        (build / name).rename(build / "1.0.0" / name)
+    (checkout.root / "upstream.toml").write_text(declared)
+    assert checkout.cli("status") == 1
+    assert "only in build/verl" in capsys.readouterr().out
+    assert checkout.cli("backups") == 0 and "apply --force" in capsys.readouterr().out
 
 
 def test_each_command_works_on_the_base_it_is_given(two_bases, capsys, monkeypatch):

@@ -42,3 +42,45 @@ def test_a_run_names_failures_as_pytest_does(tmp_path):
 def test_a_command_line_puts_the_targets_last():
     cmd = pytest_run.command("py", ["-k", "x", "t.py"], 9, ["-rs"], junit=None)
     assert cmd == ["py", "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--timeout=9", "-k", "x", "t.py"]
+
+
+XFAIL = """import pytest
+
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    assert 0
+
+
+def test_xfail_imperative():
+    pytest.xfail("later")
+
+
+@pytest.mark.xfail(reason="fixed?")
+def test_xpass():
+    pass
+
+
+@pytest.mark.xfail(reason="must fail", strict=True)
+def test_xpass_strict():
+    pass
+
+
+def test_skip():
+    pytest.skip("no")
+
+
+def test_ok():
+    pass
+"""
+
+
+def test_xfailed_tests_are_counted_as_pytest_counts_them(tmp_path):
+    """junit XML writes an xfail as <skipped type="pytest.xfail">, a strict XPASS as a failure and any other XPASS
+    as a pass: the summary says xfailed for the first, as pytest does, and counts an XPASS as what junit says."""
+    (tmp_path / "test_xfail_on_cpu.py").write_text(XFAIL)
+    result = pytest_run.run(sys.executable, ["test_xfail_on_cpu.py"], 60, tmp_path, dict(os.environ), options=["-q"])
+    assert result.returncode == 1 and result.complete
+    assert result.summary.startswith("1 failed, 2 passed, 1 skipped, 2 xfailed in "), result.summary
+    assert result.lines == ("FAILED test_xfail_on_cpu.py::test_xpass_strict - [XPASS(strict)] must fail",)
+    assert result.outcomes["test_xfail_on_cpu::test_xfail"] == "skipped"  # not run to a pass, as before

@@ -37,8 +37,10 @@ def parse_bases(data: dict, source: str = "upstream.toml") -> list[Base]:
         version = version if isinstance(version, str) and version else "<version>"
         raise ConfigError(
             f"{source}: the [upstream] table is no longer read: declare each base as a table "
-            f'[base."<version>"] naming its queue folder; here, rename [upstream] to [base."{version}"] and add '
-            'queue = "patches" (the folder of its series and patches)'
+            f'[base."<version>"] naming its queue folder; here, first move build/verl (and build/backups, if present) '
+            f"to build/{version}/, where a base's build tree and backups now are (build/verl may hold commits not "
+            f'exported yet, which no command would look for there); then rename [upstream] to [base."{version}"] '
+            'and add queue = "patches" (the folder of its series and patches)'
         )
     if tables is None:
         raise ConfigError(

@@ -2,7 +2,8 @@
 
 Every pytest run of the tool is built here: the series' tests (`test`), the runner of `prove` and `rebase`
 (`runner`) and verl's own suites (`verl_suite`). The results come from pytest's junit XML (family xunit1, whose
-test cases name their file), not from its terminal output."""
+test cases name their file), not from its terminal output. junit XML writes an expected failure (xfail) as a skip
+of type pytest.xfail, a strict unexpected pass (XPASS(strict)) as a failure, and any other XPASS as a plain pass."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 # pytest exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors), 5 nothing collected.
 FAILED_CODES = (1, 2)
 COMPLETE_CODES = (0, 1, 5)  # any other (interrupted, killed, internal or usage error): an incomplete run
-_SUMMARY_ORDER = (("failed", "failed"), ("passed", "passed"), ("skipped", "skipped"), ("error", "error"))
+XFAIL = "pytest.xfail"  # the type of a junit XML <skipped> that is an expected failure
+_SUMMARY_ORDER = ("failed", "passed", "skipped", "xfailed", "error")  # pytest's order
 
 
 def command(python: Path | str, targets: Sequence[str], timeout: int, options: Sequence[str] = (),
@@ -43,9 +45,10 @@ class Case:
 
     node_id: str  # as pytest names it: tests/a_test.py::TestC::test_x[1], or the file of a collection error
     junit_id: str  # classname::name, as the junit XML names it
-    outcome: str  # passed, failed (a failure or an error) or skipped
+    outcome: str  # passed, failed (a failure or an error) or skipped (an expected failure too)
     error: bool  # an error (collection, setup or teardown), not a failure of the test itself
     message: str  # the first line of the failure or error
+    xfailed: bool = False  # skipped as an expected failure (xfail)
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,12 @@ class PytestResult:
 
     @property
     def summary(self) -> str:
-        """pytest's summary line, e.g. '1 failed, 2 passed in 0.31s'; '' when no test ran."""
-        tally = Counter("error" if c.error else c.outcome for c in self.cases)
-        parts = [f"{tally[key]} {word}" + ("s" if key == "error" and tally[key] > 1 else "")
-                 for key, word in _SUMMARY_ORDER if tally[key]]  # fmt: skip
+        """pytest's summary line, e.g. '1 failed, 2 passed, 1 xfailed in 0.31s'; '' when no test ran. A test that
+        passes unexpectedly (XPASS, not strict) counts as passed, where pytest says xpassed: junit XML does not tell
+        them apart."""
+        tally = Counter("error" if c.error else "xfailed" if c.xfailed else c.outcome for c in self.cases)
+        parts = [f"{tally[key]} {key}" + ("s" if key == "error" and tally[key] > 1 else "")
+                 for key in _SUMMARY_ORDER if tally[key]]  # fmt: skip
         return f"{', '.join(parts)} in {self.seconds:.2f}s" if parts else ""
 
 
@@ -137,17 +142,18 @@ def outcomes_of(cases: Sequence[Case]) -> dict[str, str]:
 
 def _case(element: ET.Element) -> Case:
     classname, name, file = element.get("classname", ""), element.get("name", ""), element.get("file", "")
-    failure, error = element.find("failure"), element.find("error")
+    failure, error, skipped = element.find("failure"), element.find("error"), element.find("skipped")
     problem = failure if failure is not None else error
-    outcome = FAILED if problem is not None else SKIPPED if element.find("skipped") is not None else PASSED
+    outcome = FAILED if problem is not None else SKIPPED if skipped is not None else PASSED
     message = ""
     if problem is not None:
         message = (problem.get("message") or "").split("\n", 1)[0]
         if failure is None and message == "collection failure":  # the exception is the last `E   ` line
             raised = [line[1:].strip() for line in (problem.text or "").splitlines() if line.startswith("E ")]
             message = raised[-1] if raised else message
+    xfailed = outcome == SKIPPED and skipped is not None and skipped.get("type") == XFAIL
     return Case(_node_id(classname, name, file), f"{classname}::{name}", outcome, failure is None and error is not None,
-                message)  # fmt: skip
+                message, xfailed)  # fmt: skip
 
 
 def _node_id(classname: str, name: str, file: str) -> str:
