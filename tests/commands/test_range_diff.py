@@ -61,3 +61,22 @@ def test_range_diff_against_a_ref_whose_queue_is_empty_lists_the_added_patches(l
     assert lifecycle.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert re.search(r"^-:  ------- > 1:  [0-9a-f]{7} \[megatron\] fix: clamp negative values$", out, re.M), out
+
+
+def test_range_diff_against_a_ref_from_before_per_base_queues(lifecycle, capsys):
+    add_clamp_fix(lifecycle)
+    assert lifecycle.cli("export") == 0
+    upstream_toml = lifecycle.root / "upstream.toml"
+    declared = upstream_toml.read_text()
+    legacy = declared.replace('[base."1.0.0"]', '[upstream]\nversion = "1.0.0"').replace('queue = "patches"\n', "")
+    upstream_toml.write_text(legacy)  # the single table refs from before per-base queues have
+    project = ["git", "-C", str(lifecycle.root)]
+    subprocess.run([*project, "init", "-q"], check=True)
+    subprocess.run([*project, "add", "-A"], check=True)
+    subprocess.run([*project, "commit", "-qm", "v1"], check=True)
+    upstream_toml.write_text(declared)
+    lifecycle.user_git("commit", "-q", "--amend", "-F", "-", input=message("[megatron] fix: clamp negative values v2"))
+    assert lifecycle.cli("export") == 0
+    capsys.readouterr()
+    assert lifecycle.cli("range-diff", "HEAD") == 0, capsys.readouterr().err
+    assert "clamp negative values v2" in capsys.readouterr().out

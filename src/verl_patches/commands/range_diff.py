@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from verl_patches.checkout import UPSTREAM_FILE, Project
+from verl_patches.checkout import UPSTREAM_FILE, Project, tomllib
 from verl_patches.cli import Command
 from verl_patches.errors import VerlPatchesError
 from verl_patches.git import scratch
@@ -39,7 +39,7 @@ def materialise(project: Project, ref: str, dest: Path) -> Project:
     if not git.rev(ref):
         raise VerlPatchesError(f"{ref!r} is not a commit of {project.root}")
     (dest / "patches").mkdir(parents=True)
-    (dest / UPSTREAM_FILE).write_bytes(git.run("show", f"{ref}:{UPSTREAM_FILE}").stdout)
+    (dest / UPSTREAM_FILE).write_text(as_base_tables(git.out("show", f"{ref}:{UPSTREAM_FILE}")), encoding="utf-8")
     listing = git.out("ls-tree", "-r", "--name-only", ref, "--", "patches")
     for name in listing.splitlines():
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -51,6 +51,17 @@ def materialise(project: Project, ref: str, dest: Path) -> Project:
         at_ref.patches_dir.mkdir(parents=True, exist_ok=True)
         at_ref.series_path.write_text("")
     return at_ref
+
+
+def as_base_tables(text: str) -> str:
+    """upstream.toml as a ref from before per-base queues has it (one [upstream] table, its queue patches/), written
+    as the [base."<version>"] table the tool reads; any other text as it is."""
+    data = tomllib.loads(text)
+    if "base" in data or not isinstance(data.get("upstream"), dict):
+        return text
+    header = f'[base."{data["upstream"].get("version")}"]'
+    lines = [f'{header}\nqueue = "patches"' if line.strip() == "[upstream]" else line for line in text.splitlines()]
+    return "\n".join(line.replace("[upstream.", header[:-1] + ".", 1) for line in lines) + "\n"
 
 
 def applied_range(project: Project, version_of: Project, main: BuildTree) -> tuple[str, str]:
