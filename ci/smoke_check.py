@@ -1,6 +1,6 @@
 """Check the metrics of a training run (verl's console and file loggers) against thresholds kept in a TOML file.
 
-Usage: python ci/smoke_check.py --thresholds ci/smoke-thresholds.toml [--steps N] LOG [LOG...]
+Usage: .venv/bin/python ci/smoke_check.py --thresholds ci/smoke-thresholds.toml [--steps N] LOG [LOG...]
 
 The run must have logged every step 1..N, N being its total_training_steps (its console line `Total training
 steps: N`, else --steps); every required rule's metric at every step; a rule's metric only as a finite number
@@ -223,7 +223,7 @@ def evaluate(run: Run, rules: tuple[Rule, ...], steps: int | None = None) -> tup
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python ci/smoke_check.py", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=".venv/bin/python ci/smoke_check.py", description=__doc__.splitlines()[0])
     p.add_argument("--thresholds", required=True, type=Path, help="TOML file of rules")
     p.add_argument(
         "--steps", type=int, help="the run's total_training_steps, when its console log does not say (must agree)"

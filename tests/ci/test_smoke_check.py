@@ -150,6 +150,7 @@ def test_the_project_thresholds_bound_the_integer_mask_metrics_and_only_require_
 
 
 NIGHTLY_PATCHES = sorted(ROOT.glob("patches/*/*nightly-ascend*smoke*.patch"))
+assert NIGHTLY_PATCHES, "no queue holds the nightly Ascend smoke patch: update the glob"
 
 
 @pytest.mark.parametrize("patch", NIGHTLY_PATCHES, ids=lambda p: p.parent.name)
