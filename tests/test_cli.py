@@ -154,4 +154,5 @@ def test_a_stdout_that_cannot_be_written_is_an_error_without_a_traceback(checkou
         env={name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"},  # written at the end
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
-    assert proc.stderr.startswith(f"verl-patches: error: {command} stopped: "), proc.stderr
+    assert proc.stderr.startswith(f"verl-patches: error: {command} could not write its output to stdout: "), proc.stderr
+    assert "VERL_PATCHES_BUILD_DIR" not in proc.stderr  # the build folder has nothing to do with it

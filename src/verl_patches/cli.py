@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             except BrokenPipeError:
                 raise
             except OSError as exc:  # `1</dev/null`: the result was not written
-                print(f"{PROG}: error: {os_error_message(exc, f'{command.name} stopped')}", file=sys.stderr)
+                cause = exc.strerror or exc
+                print(f"{PROG}: error: {command.name} could not write its output to stdout: {cause}", file=sys.stderr)
                 stdout_to_devnull()
                 return 1
             return status
