@@ -67,3 +67,22 @@ def test_nothing_outside_commands_imports_them():
     outside = [p for p in PACKAGE.rglob("*.py") if p.parent.name != "commands"]
     outside += list((PACKAGE.parent.parent / "ci").rglob("*.py"))
     assert not {f"{p.name} imports {n}" for p in outside for n in ours(p) if n.startswith("verl_patches.commands")}
+
+
+TESTS = ROOT / "tests"
+TEST_FILES = sorted(TESTS.rglob("*.py"))
+
+
+def test_test_files_stay_short_and_import_no_test_module():
+    """The tests' layout (CONTRIBUTING.md): files under 250 lines, shared code from helpers, never from conftest or
+    another test file, and file names unique across the folders (pytest imports them by basename)."""
+    lines = {p: len(p.read_text(encoding="utf-8").splitlines()) for p in TEST_FILES}
+    long = [f"{p.relative_to(TESTS)} ({n})" for p, n in lines.items() if n >= 250]
+    wrong = [
+        f"{p.relative_to(TESTS)} imports {name}"
+        for p in TEST_FILES
+        for name in imported(p)
+        if name == "conftest" or name.split(".")[-1].startswith("test_")
+    ]
+    names = [p.name for p in TEST_FILES if p.name.startswith("test_")]
+    assert (long, wrong, sorted({n for n in names if names.count(n) > 1})) == ([], [], [])
