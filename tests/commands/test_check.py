@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import shutil
 
-from helpers.steps import add_good_patch
+from helpers.steps import export_good_patch
 
 
 def test_check_passes_on_a_good_series(checkout, capsys):
-    assert checkout.cli("apply") == 0
-    add_good_patch(checkout)
-    assert checkout.cli("export") == 0
+    export_good_patch(checkout)
     capsys.readouterr()
     assert checkout.cli("check") == 0
     assert "no findings" in capsys.readouterr().out
 
 
 def test_check_reports_lint_and_staleness(checkout, capsys):
-    assert checkout.cli("apply") == 0
-    add_good_patch(checkout)
-    assert checkout.cli("export") == 0
+    export_good_patch(checkout)
     checkout.user_git("commit", "-q", "--amend", "-m", "bad subject")
     (checkout.root / "patches" / "stray.patch").write_bytes(b"From x\n")
     capsys.readouterr()
@@ -35,9 +31,7 @@ def test_check_reports_lint_and_staleness(checkout, capsys):
 
 
 def test_check_reports_a_patch_that_does_not_apply(checkout, capsys):
-    assert checkout.cli("apply") == 0
-    add_good_patch(checkout)
-    assert checkout.cli("export") == 0
+    export_good_patch(checkout)
     (name,) = [n for n in checkout.patches() if n != "series"]
     path = checkout.root / "patches" / name
     path.write_bytes(path.read_bytes().replace(b"-    return [[i", b"-    yield [[i").replace(b"index ", b"index-x "))
@@ -49,9 +43,7 @@ def test_check_reports_a_patch_that_does_not_apply(checkout, capsys):
 
 
 def test_check_without_a_build_tree_lints_and_trial_applies(checkout, capsys):
-    assert checkout.cli("apply") == 0
-    add_good_patch(checkout)
-    assert checkout.cli("export") == 0
+    export_good_patch(checkout)
 
     shutil.rmtree(checkout.root / "build")
     capsys.readouterr()

@@ -5,13 +5,11 @@ from __future__ import annotations
 import re
 
 from helpers import message
-from helpers.steps import GPU_TEST, add_good_patch
+from helpers.steps import GPU_TEST, export_good_patch
 
 
 def test_table_lists_subject_status_and_tests(checkout, capsys):
-    assert checkout.cli("apply") == 0
-    add_good_patch(checkout)
-    assert checkout.cli("export") == 0
+    export_good_patch(checkout)
     capsys.readouterr()
     assert checkout.cli("table") == 0
     out = capsys.readouterr().out

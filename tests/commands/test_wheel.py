@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import zipfile
 
-from helpers.steps import add_good_patch
+from helpers.steps import add_good_patch, export_good_patch
 
 
 def test_wheel_is_reproducible_with_local_version(checkout, tmp_path):
-    assert checkout.cli("apply") == 0
-    add_good_patch(checkout)
-    assert checkout.cli("export") == 0
+    export_good_patch(checkout)
     assert checkout.cli("wheel", "--outdir", str(tmp_path / "one")) == 0
     assert checkout.cli("wheel", "--outdir", str(tmp_path / "two")) == 0
     (one,) = (tmp_path / "one").glob("*.whl")

@@ -18,6 +18,13 @@ def add_good_patch(checkout: Checkout) -> None:
     checkout.user_git("commit", "-q", "-F", "-", input=GOOD_MESSAGE)
 
 
+def export_good_patch(checkout: Checkout) -> None:
+    """A queue of that one patch: the tree built, the patch committed in it and exported."""
+    assert checkout.cli("apply") == 0
+    add_good_patch(checkout)
+    assert checkout.cli("export") == 0
+
+
 def three_patches(checkout: Checkout) -> list[str]:
     """Apply and export a series of three patches that touch the same file one after another."""
     assert checkout.cli("apply") == 0
